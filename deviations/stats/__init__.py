@@ -1,0 +1,1 @@
+"""Pure statistics core: numpy/scipy only, no Django (see docs/statistics.md)."""

@@ -1,0 +1,1 @@
+"""Getting data in: trace and histogram parsers (no DB access) and their storage."""
