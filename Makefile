@@ -1,0 +1,37 @@
+# The two set-up commands (README): `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# The second test pass runs on these (the machine's own services; .ci/run starts them if down).
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
+TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
+
+.PHONY: demo test lint install
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+# The dashboard on the embedded default (SQLite, tasks in-process) with demo data,
+# at http://127.0.0.1:8000/ (user demo, password demo).
+demo: $(VENV)/.installed
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+	$(PY) manage.py demo
+	$(PY) manage.py runserver 127.0.0.1:8000
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+# Everything: lint, types, the suite on the embedded default, then the suite's database and
+# task tests again on PostgreSQL with a real Celery worker on Redis. Any failure, and
+# pytest's exit code 5 (no test collected), stops with a non-zero status.
+test: lint
+	$(PY) -m pytest
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) \
+		$(PY) -m pytest -m "not browser" --ignore=tests/stats --ignore=tests/test_traces.py

@@ -1,0 +1,86 @@
+"""python manage.py ingest_traces --series NAME --release VERSION FILE..."""
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from deviations.models import Run
+from ingest.runs import IngestError, ThreadOptions, get_release, process_run, register_run
+
+
+class Command(BaseCommand):
+    help = (
+        "Ingest Chromium trace files (.json or .json.gz, array or {\"traceEvents\": [...]} form) "
+        "as runs of one release, synchronously. Each file is one run and is stored whole or not "
+        "at all; a file already ingested in the series (same sha256) is skipped. Prints one line "
+        "per file; exits with status 1 if any file failed."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--series", required=True, help="series name (created if new)")
+        parser.add_argument("--release", required=True, help="release version, e.g. 56.0.2909.0")
+        parser.add_argument(
+            "--order", type=int, default=None,
+            help="sort the release by this number instead of its version",
+        )
+        parser.add_argument(
+            "--thread-name", default="CrRendererMain",
+            help="thread to measure (default: CrRendererMain)",
+        )
+        parser.add_argument(
+            "--process-name", default="Renderer",
+            help="process whose threads are measured (default: Renderer)",
+        )
+        parser.add_argument(
+            "--all-threads", action="store_true", help="measure every thread of every process"
+        )
+        parser.add_argument("files", nargs="+", metavar="FILE", help="trace files, one per run")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        options = ThreadOptions(opts["thread_name"], opts["process_name"], opts["all_threads"])
+        try:
+            release = get_release(opts["series"], opts["release"], opts["order"])
+        except IngestError as exc:
+            raise CommandError(str(exc)) from exc
+        files = [Path(f) for f in opts["files"]]
+        failed = 0
+        bar = tqdm(
+            files, unit="file", disable=not sys.stderr.isatty(), file=sys.stderr, leave=False
+        )
+        for path in bar:
+            bar.set_postfix_str(path.name[-40:])
+            line, ok = self._one(release, path, options)
+            failed += not ok
+            with tqdm.external_write_mode():
+                self.stdout.write(line)
+        if failed:
+            raise CommandError(f"{failed} of {len(files)} file(s) failed")
+
+    @staticmethod
+    def _one(release: Any, path: Path, options: ThreadOptions) -> tuple[str, bool]:
+        try:
+            stream = path.open("rb")
+        except OSError as exc:
+            return f"FAILED {path.name}: cannot open ({exc.strerror or exc})", False
+        with stream:
+            entry = register_run(release, stream, path.name, options, keep_upload=False)
+        run = entry.run
+        if entry.duplicate:
+            return (
+                f"skipped {path.name}: already ingested as run {run.pk} "
+                f"({run.file_name}, release {run.release.version})",
+                True,
+            )
+        if run.status == Run.PENDING:
+            run = process_run(run.pk, source=path)
+        if run.status == Run.DONE:
+            summary = run.summary or {}
+            return (
+                f"ok {path.name}: run {run.pk}, {len(run.times.arrays()[0])} functions, "
+                f"{summary.get('slices', 0)} slices",
+                True,
+            )
+        return f"FAILED {run.error}", False

@@ -1,0 +1,140 @@
+"""Django settings, read from the environment.
+
+No variables set gives the embedded default a newcomer runs: a SQLite file in the project
+folder, Celery tasks executed in-process, email printed to the console. Setting
+``DATABASE_URL`` (``sqlite:///path`` or ``postgres://user@host:5432/db``) and
+``CELERY_BROKER_URL`` (``redis://host:6379/0``) switches to the real services; nothing else
+changes (docs/architecture.md).
+"""
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+
+# The default key is only good for the embedded, single-user first run; any deployment sets
+# DJANGO_SECRET_KEY (docker-compose.yml does).
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="embedded-default-not-for-production")
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "deviations.apps.CoreConfig",
+    "ingest.apps.IngestConfig",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "deviations.urls"
+WSGI_APPLICATION = "deviations.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db_url("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The CLI ingests while the dev server reads: wait for the writer instead of failing.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = env.path("DJANGO_STATIC_ROOT", default=BASE_DIR / "staticfiles")
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Uploaded traces wait here until a worker ingests them; workers on other machines need the
+# same folder (docker-compose.yml shares a volume).
+MEDIA_ROOT = env.path("DJANGO_MEDIA_ROOT", default=BASE_DIR / "media")
+
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+
+# Uploads above this many bytes are refused (compressed size), and a gzip trace may not
+# inflate past it: 2 GiB holds ~15 M trace events.
+DEVIATIONS_MAX_TRACE_BYTES = env.int("DEVIATIONS_MAX_TRACE_BYTES", default=2 * 1024**3)
+# Django holds smaller uploads in memory; larger ones stream to a temporary file.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024**2
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024**2
+
+# --- Celery -------------------------------------------------------------------------------
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
+# Without a broker, tasks run in-process, synchronously, when they are sent: the embedded
+# default needs no Redis and no worker.
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_RESULT_BACKEND = None  # results live in the database (Run.status), not in Celery
+CELERY_TASK_IGNORE_RESULT = True
+# JSON only: a task message never carries pickled objects, only ids.
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+# Acknowledge after the task ran, so a worker killed mid-ingest leaves the message for another
+# worker; tasks are idempotent (keyed by run id and status), so a second delivery is harmless.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# One long task per process at a time: an ingest holds a large trace in memory.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A 2 GiB trace ingests in well under a minute; ten minutes means something is stuck.
+CELERY_TASK_SOFT_TIME_LIMIT = 10 * 60
+CELERY_TASK_TIME_LIMIT = 11 * 60
+# Redis redelivers an unacknowledged message after this long; it must exceed the hard limit.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 15 * 60}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="deviations")
+
+# --- Email --------------------------------------------------------------------------------
+if "EMAIL_URL" in env:
+    vars().update(env.email_url("EMAIL_URL"))
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="deviations@localhost")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="WARNING")},
+}

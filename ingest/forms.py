@@ -1,0 +1,45 @@
+from django import forms
+
+from deviations.versions import series_name_error, version_error
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class TraceUploadForm(forms.Form):
+    series = forms.CharField(max_length=100, help_text="e.g. chromium-linux.example-load")
+    release = forms.CharField(max_length=100, help_text="e.g. 56.0.2909.0 or 20161020030211")
+    order = forms.IntegerField(
+        required=False, min_value=0, help_text="Optional: sort by this number, not the version."
+    )
+    thread_name = forms.CharField(max_length=200, initial="CrRendererMain")
+    process_name = forms.CharField(max_length=200, initial="Renderer")
+    all_threads = forms.BooleanField(required=False, help_text="Measure every thread.")
+    files = forms.FileField(
+        widget=MultipleFileInput(attrs={"accept": ".json,.gz,application/json,application/gzip"}),
+        required=False,
+        help_text="One trace per run: .json or .json.gz.",
+    )
+
+    def __init__(self, *args: object, files_list: list[object] | None = None, **kw: object):
+        super().__init__(*args, **kw)  # type: ignore[arg-type]
+        self.files_list = files_list or []
+
+    def clean_series(self) -> str:
+        value: str = self.cleaned_data["series"].strip()
+        if error := series_name_error(value):
+            raise forms.ValidationError(error)
+        return value
+
+    def clean_release(self) -> str:
+        value: str = self.cleaned_data["release"].strip()
+        if error := version_error(value):
+            raise forms.ValidationError(error)
+        return value
+
+    def clean(self) -> dict[str, object]:
+        cleaned = super().clean() or {}
+        if not self.files_list:
+            self.add_error("files", "Choose at least one trace file.")
+        return cleaned

@@ -1,0 +1,263 @@
+"""Trace runs: register a file as a Run, then parse it and store its times in one transaction.
+
+Every way in (upload page, REST API, CLI) goes through ``register_run`` and ``process_run``.
+The parser (``ingest.traces``) touches no database; this module does the writing. A run is
+identified by the sha256 of its bytes within its series: the same file sent twice is one run.
+A failed run keeps its one-line reason and writes no times; sending the same file again
+retries it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+from django.conf import settings
+from django.core.files import File
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from deviations.models import Function, Release, Run, RunTimes, Series
+from deviations.versions import series_name_error, version_error
+from ingest.traces import FunctionTimes, TraceError, parse_trace
+
+log = logging.getLogger(__name__)
+
+# A claim older than the task's hard time limit belongs to a worker that died: take it over.
+STALE_CLAIM = timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
+_CHUNK = 1 << 20
+# SQLite allows 32,766 variables per statement; stay well below it.
+_IN_BATCH = 900
+
+
+class IngestError(ValueError):
+    """A request that cannot make a run at all (bad series name, bad version)."""
+
+
+@dataclass(frozen=True)
+class ThreadOptions:
+    thread_name: str = "CrRendererMain"
+    process_name: str = "Renderer"
+    all_threads: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "thread_name": self.thread_name,
+            "process_name": self.process_name,
+            "all_threads": self.all_threads,
+        }
+
+
+@dataclass(frozen=True)
+class Registered:
+    run: Run
+    duplicate: bool  # the same bytes were already a done or pending run of this series
+
+
+def safe_file_name(name: str) -> str:
+    """The base name of a client-given file name, without control characters, at most 255."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    cleaned = "".join(ch for ch in base if ch.isprintable()).strip()
+    return (cleaned or "unnamed")[:255]
+
+
+def get_release(series_name: str, version: str, order: int | None = None) -> Release:
+    """The release, created with its series if new. Raises IngestError on bad names."""
+    if error := series_name_error(series_name) or version_error(version):
+        raise IngestError(error)
+    series, _ = Series.objects.get_or_create(name=series_name)
+    try:
+        release, created = Release.objects.get_or_create(
+            series=series, version=version, defaults={"order": order}
+        )
+    except IntegrityError:  # created by a concurrent request in between
+        release, created = Release.objects.get(series=series, version=version), False
+    if not created and order is not None and release.order != order:
+        release.order = order
+        release.save(update_fields=["order", "sort_key"])
+    return release
+
+
+def sha256_of(stream: IO[bytes]) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    stream.seek(0)
+    while chunk := stream.read(_CHUNK):
+        digest.update(chunk)
+        size += len(chunk)
+    stream.seek(0)
+    return digest.hexdigest(), size
+
+
+def register_run(
+    release: Release,
+    stream: IO[bytes],
+    file_name: str,
+    options: ThreadOptions,
+    *,
+    keep_upload: bool,
+    batch: uuid.UUID | None = None,
+    user: Any = None,
+) -> Registered:
+    """Make (or find) the Run for these bytes; it is pending unless it failed at once.
+
+    ``keep_upload`` saves the bytes to media storage for a worker to read later (uploads);
+    the CLI passes False and parses the file where it lies. A file over
+    ``DEVIATIONS_MAX_TRACE_BYTES`` becomes a failed run without being stored.
+    """
+    name = safe_file_name(file_name)
+    sha, size = sha256_of(stream)
+    limit = settings.DEVIATIONS_MAX_TRACE_BYTES
+    fields: dict[str, Any] = {
+        "release": release,
+        "file_name": name,
+        "size_bytes": size,
+        "options": options.as_dict(),
+        "upload_batch": batch,
+        "uploaded_by": user if getattr(user, "is_authenticated", False) else None,
+        "status": Run.PENDING,
+        "error": "",
+        "summary": None,
+        "started": None,
+        "finished": None,
+    }
+    if size == 0:
+        fields.update(status=Run.FAILED, error=f"{name}: empty file", finished=timezone.now())
+    elif size > limit:
+        fields.update(
+            status=Run.FAILED,
+            error=f"{name}: {size:,} bytes is over the limit of {limit:,} bytes",
+            finished=timezone.now(),
+        )
+    with transaction.atomic():
+        existing = (
+            Run.objects.select_for_update().filter(series=release.series, sha256=sha).first()
+        )
+        if existing is not None and not _retryable(existing):
+            return Registered(existing, duplicate=True)
+        if existing is not None:  # failed, or abandoned by a crashed CLI: try again
+            run = existing
+            for key, value in fields.items():
+                setattr(run, key, value)
+        else:
+            run = Run(series=release.series, sha256=sha, **fields)
+        if keep_upload and run.status == Run.PENDING:
+            run.upload.save(f"{uuid.uuid4().hex}.trace", File(stream), save=False)
+        run.save()
+    return Registered(run, duplicate=False)
+
+
+def _retryable(run: Run) -> bool:
+    """A failed run, or a pending one that nobody holds and no worker will pick up."""
+    if run.status == Run.FAILED:
+        return True
+    return run.status == Run.PENDING and not run.upload and run.started is None
+
+
+def _claim(run_id: int) -> bool:
+    """Mark the run as started unless another worker holds a live claim on it."""
+    now = timezone.now()
+    return bool(
+        Run.objects.filter(pk=run_id, status=Run.PENDING)
+        .filter(Q(started__isnull=True) | Q(started__lt=now - STALE_CLAIM))
+        .update(started=now)
+    )
+
+
+def process_run(run_id: int, source: str | os.PathLike[str] | None = None) -> Run:
+    """Parse a pending run and store its times; idempotent.
+
+    ``source`` is the file to read (CLI); by default the run's stored upload. A run that is
+    not pending, or that another worker is processing, is left alone. Parse errors make the
+    run ``failed`` with a one-line reason and write no times.
+    """
+    if not _claim(run_id):
+        return Run.objects.get(pk=run_id)
+    run = Run.objects.get(pk=run_id)
+    path = Path(source) if source is not None else Path(run.upload.path)
+    options = run.options or {}
+    try:
+        result = parse_trace(
+            path,
+            display_name=run.file_name,
+            thread_name=options.get("thread_name", "CrRendererMain"),
+            process_name=options.get("process_name", "Renderer"),
+            all_threads=bool(options.get("all_threads", False)),
+            max_bytes=settings.DEVIATIONS_MAX_TRACE_BYTES,
+        )
+    except TraceError as exc:
+        _finish_failed(run, str(exc))
+    except OSError as exc:
+        _finish_failed(run, f"{run.file_name}: cannot read the file ({exc.strerror or exc})")
+    else:
+        try:
+            _store(run, result)
+        except BaseException:
+            # Nothing was written (one transaction); let the next attempt claim the run.
+            Run.objects.filter(pk=run.pk, status=Run.PENDING).update(started=None)
+            raise
+    _drop_upload(run)
+    run.refresh_from_db()
+    return run
+
+
+def _finish_failed(run: Run, reason: str) -> None:
+    Run.objects.filter(pk=run.pk, status=Run.PENDING).update(
+        status=Run.FAILED, error=reason.splitlines()[0][:2000], finished=timezone.now()
+    )
+
+
+def _function_ids(series: Series, names: list[str]) -> np.ndarray:
+    """Ids of these function names in the series, creating the missing ones."""
+    digests = [Function.digest(n) for n in names]
+    known: dict[str, int] = {}
+    for i in range(0, len(digests), _IN_BATCH):
+        chunk = digests[i : i + _IN_BATCH]
+        known.update(
+            Function.objects.filter(series=series, name_sha1__in=chunk).values_list(
+                "name_sha1", "id"
+            )
+        )
+    missing = [
+        Function(series=series, name=n, name_sha1=d)
+        for n, d in zip(names, digests, strict=True)
+        if d not in known
+    ]
+    if missing:
+        # ignore_conflicts: a concurrent ingest of the same series may create the same names.
+        Function.objects.bulk_create(missing, batch_size=_IN_BATCH, ignore_conflicts=True)
+        new = [f.name_sha1 for f in missing]
+        for i in range(0, len(new), _IN_BATCH):
+            known.update(
+                Function.objects.filter(
+                    series=series, name_sha1__in=new[i : i + _IN_BATCH]
+                ).values_list("name_sha1", "id")
+            )
+    return np.fromiter((known[d] for d in digests), dtype=np.int64, count=len(digests))
+
+
+def _store(run: Run, result: FunctionTimes) -> None:
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.status != Run.PENDING:
+            return  # finished by another worker after a stale claim
+        ids = _function_ids(run.series, result.names)
+        RunTimes.pack(locked, ids, result.self_us, result.total_us, result.calls).save()
+        locked.status = Run.DONE
+        locked.summary = result.summary.to_dict()
+        locked.finished = timezone.now()
+        locked.save(update_fields=["status", "summary", "finished"])
+
+
+def _drop_upload(run: Run) -> None:
+    if run.upload:
+        run.upload.delete(save=False)
+        Run.objects.filter(pk=run.pk).update(upload="")

@@ -1,0 +1,97 @@
+"""The upload flow in Debian's Chromium, driven by Playwright (never `playwright install`).
+
+Screenshots go to test-artifacts/ at the project root.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from deviations.models import Run
+from ingest import runs
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture
+def page(live_server: Any) -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)")
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop running in this thread; the ORM calls the
+    # tests make between page actions are still synchronous.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+        pg = context.new_page()
+        pg.set_default_timeout(20_000)
+        yield pg
+        browser.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+def log_in(page: Any) -> None:
+    get_user_model().objects.create_user("alice", password="correct horse")
+    page.goto("/upload/")
+    page.fill("#id_username", "alice")
+    page.fill("#id_password", "correct horse")
+    page.click("button[type=submit]")
+    page.wait_for_url("**/upload/")
+
+
+def test_upload_two_files_and_one_dropped(page: Any, tmp_path: Path, simple_events) -> None:
+    log_in(page)
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"traceEvents": simple_events}))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    page.fill("#id_series", "browser-series")
+    page.fill("#id_release", "56.0.2909.0")
+    page.set_input_files("input[type=file]", [str(good), str(bad)])
+    # A third file arrives by drag and drop onto the zone.
+    page.evaluate(
+        """(body) => {
+            const dt = new DataTransfer();
+            dt.items.add(new File([body], 'dropped.json', {type: 'application/json'}));
+            document.getElementById('drop-zone').dispatchEvent(
+                new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));
+        }""",
+        json.dumps({"traceEvents": simple_events[:3]}),
+    )
+    assert page.locator("#file-list li").count() == 3
+    page.screenshot(path=str(ARTIFACTS / "upload-form.png"), full_page=True)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/upload/*-*-*-*-*/")
+    summary = page.locator("#batch-summary")
+    summary.filter(has_text="2 done, 1 failed, 0 pending").wait_for()
+    assert "3 file(s)" in summary.inner_text()
+    failed_row = page.locator("tr[data-status=failed]")
+    assert failed_row.inner_text().startswith("bad.json")
+    page.screenshot(path=str(ARTIFACTS / "upload-status.png"), full_page=True)
+    assert Run.objects.filter(status=Run.DONE).count() == 2
+
+
+def test_run_page_updates_itself(page: Any, write_trace, simple_events) -> None:
+    path = write_trace("slow.json", simple_events)
+    release = runs.get_release("s", "1")
+    with path.open("rb") as f:
+        run = runs.register_run(release, f, "slow.json", runs.ThreadOptions(), keep_upload=True).run
+    page.goto(f"/runs/{run.pk}/")
+    assert page.inner_text("#run-status") == "pending"
+    runs.process_run(run.pk)  # what the worker does meanwhile
+    page.locator("#run-status", has_text="done").wait_for()
+    assert '"slices": 4' in page.inner_text("#run-summary")
