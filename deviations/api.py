@@ -11,7 +11,7 @@ from django.db.models import Count
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
-from ninja import File, Form, NinjaAPI, Schema
+from ninja import File, Form, NinjaAPI, Schema, Status
 from ninja.files import UploadedFile
 from ninja.security import HttpBearer
 
@@ -110,7 +110,7 @@ def upload_run(
     process_name: Form[str] = "Renderer",
     all_threads: Form[bool] = False,
     order: Form[int | None] = None,
-) -> tuple[int, dict[str, Any]]:
+) -> Status[dict[str, Any]]:
     """The series and release are created if new. 201: a new run (its status may already be
     `done` or `failed` when tasks run in-process); 200: the same bytes were already a run of
     this series (`duplicate: true`, nothing stored twice); poll `status_url` until the status
@@ -125,10 +125,10 @@ def upload_run(
             user=request.auth,
         )
     except IngestError as exc:
-        return 400, {"detail": str(exc)}
+        return Status(400, {"detail": str(exc)})
     entry = registered[0]
     entry.run.refresh_from_db()
-    return (200 if entry.duplicate else 201), run_out(entry.run, entry.duplicate)
+    return Status(200 if entry.duplicate else 201, run_out(entry.run, entry.duplicate))
 
 
 @api.get("/runs/{run_id}", response=RunOut, summary="A run's status and parse summary")

@@ -90,13 +90,14 @@ class Function(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    @staticmethod
-    def digest(name: str) -> str:
-        return hashlib.sha1(name.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()
-
     def save(self, *args: object, **kwargs: object) -> None:
         self.name_sha1 = self.digest(self.name)
         super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+    @staticmethod
+    def digest(name: str) -> str:
+        data = name.encode("utf-8", "surrogatepass")
+        return hashlib.sha1(data, usedforsecurity=False).hexdigest()
 
 
 class Run(models.Model):
@@ -148,13 +149,18 @@ class RunTimes(models.Model):
     of a release), so one row per run replaces ~2,000 rows per run of a narrow table.
     """
 
-    run = models.OneToOneField(Run, on_delete=models.CASCADE, primary_key=True, related_name="times")
+    run = models.OneToOneField(
+        Run, on_delete=models.CASCADE, primary_key=True, related_name="times"
+    )
     function_ids = models.BinaryField()
     self_us = models.BinaryField()
     total_us = models.BinaryField()
     calls = models.BinaryField()
 
     INT, FLOAT = np.dtype("<i8"), np.dtype("<f8")
+
+    def __str__(self) -> str:
+        return f"times of run {self.run_id}"
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(function_ids, self_us, total_us, calls) as numpy arrays (read-only views)."""

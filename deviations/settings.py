@@ -86,6 +86,9 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
+# Serve static files straight from their folders when collectstatic has not run (the embedded
+# default); after collectstatic (docker-compose does it), compressed copies in STATIC_ROOT.
+WHITENOISE_USE_FINDERS = True
 # Uploaded traces wait here until a worker ingests them; workers on other machines need the
 # same folder (docker-compose.yml shares a volume).
 MEDIA_ROOT = env.path("DJANGO_MEDIA_ROOT", default=BASE_DIR / "media")
@@ -101,10 +104,10 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024**2
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024**2
 
 # --- Celery -------------------------------------------------------------------------------
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
 # Without a broker, tasks run in-process, synchronously, when they are sent: the embedded
-# default needs no Redis and no worker.
-CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+# default needs no Redis and no worker ("memory://" keeps Celery from looking for one).
+CELERY_TASK_ALWAYS_EAGER = not env.str("CELERY_BROKER_URL", default="")
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="memory://")
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = None  # results live in the database (Run.status), not in Celery
 CELERY_TASK_IGNORE_RESULT = True

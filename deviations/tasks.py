@@ -28,7 +28,7 @@ def ingest_run(run_id: int) -> str:
     try:
         return runs.process_run(run_id).status
     except SoftTimeLimitExceeded:
-        _fail(run_id, "the ingest took longer than the task time limit (CELERY_TASK_SOFT_TIME_LIMIT)")
+        _fail(run_id, "the ingest took longer than CELERY_TASK_SOFT_TIME_LIMIT")
         return Run.FAILED
     except (OperationalError, InterfaceError):
         raise

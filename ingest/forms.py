@@ -1,3 +1,5 @@
+from typing import Any
+
 from django import forms
 
 from deviations.versions import series_name_error, version_error
@@ -5,6 +7,20 @@ from deviations.versions import series_name_error, version_error
 
 class MultipleFileInput(forms.ClearableFileInput):
     allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """A file input that takes several files; cleans to a list of uploaded files."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data: Any, initial: Any = None) -> list[Any]:
+        items = data if isinstance(data, list | tuple) else ([data] if data else [])
+        if not items:
+            raise forms.ValidationError("Choose at least one trace file.", code="required")
+        return [super(MultipleFileField, self).clean(item, initial) for item in items]
 
 
 class TraceUploadForm(forms.Form):
@@ -16,15 +32,11 @@ class TraceUploadForm(forms.Form):
     thread_name = forms.CharField(max_length=200, initial="CrRendererMain")
     process_name = forms.CharField(max_length=200, initial="Renderer")
     all_threads = forms.BooleanField(required=False, help_text="Measure every thread.")
-    files = forms.FileField(
-        widget=MultipleFileInput(attrs={"accept": ".json,.gz,application/json,application/gzip"}),
+    files = MultipleFileField(
         required=False,
         help_text="One trace per run: .json or .json.gz.",
+        widget=MultipleFileInput(attrs={"accept": ".json,.gz,application/json,application/gzip"}),
     )
-
-    def __init__(self, *args: object, files_list: list[object] | None = None, **kw: object):
-        super().__init__(*args, **kw)  # type: ignore[arg-type]
-        self.files_list = files_list or []
 
     def clean_series(self) -> str:
         value: str = self.cleaned_data["series"].strip()
@@ -37,9 +49,3 @@ class TraceUploadForm(forms.Form):
         if error := version_error(value):
             raise forms.ValidationError(error)
         return value
-
-    def clean(self) -> dict[str, object]:
-        cleaned = super().clean() or {}
-        if not self.files_list:
-            self.add_error("files", "Choose at least one trace file.")
-        return cleaned

@@ -17,14 +17,14 @@ def upload(request: HttpRequest) -> HttpResponse:
     wants_json = "application/json" in request.headers.get("Accept", "")
     if request.method != "POST":
         return render(request, "ingest/upload.html", {"form": TraceUploadForm()})
-    form = TraceUploadForm(request.POST, request.FILES, files_list=request.FILES.getlist("files"))
+    form = TraceUploadForm(request.POST, request.FILES)
     if form.is_valid():
         data = form.cleaned_data
         try:
             batch, _ = submit_uploads(
                 data["series"],
                 data["release"],
-                [(f.name, f) for f in form.files_list],
+                [(f.name, f) for f in data["files"]],
                 ThreadOptions(data["thread_name"], data["process_name"], data["all_threads"]),
                 order=data["order"],
                 user=request.user,

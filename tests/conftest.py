@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def in_process_tasks(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Tasks run in-process except in tests marked ``services``, which use the real worker.
+
+    The second pass of ``make test`` configures a broker; the other tests then still check
+    the ingest logic on PostgreSQL without waiting for a worker.
+    """
+    from deviations.celery import app
+
+    if "services" in request.keywords:
+        yield
+        return
+    before = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = before
+
+
 def renderer_events(
     functions: list[tuple[str, float, float]], pid: int = 7, tid: int = 1
 ) -> list[dict[str, Any]]:
@@ -39,6 +57,21 @@ def renderer_events(
         for n, ts, dur in functions
     ]
     return events
+
+
+@pytest.fixture
+def committed(django_capture_on_commit_callbacks: Any) -> Callable[..., Any]:
+    """committed(fn, *args): call fn, then run what it left for on-commit, as a real commit would.
+
+    Non-transactional tests never commit, so tasks queued with transaction.on_commit would
+    otherwise never run.
+    """
+
+    def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        with django_capture_on_commit_callbacks(execute=True):
+            return fn(*args, **kwargs)
+
+    return call
 
 
 @pytest.fixture

@@ -36,7 +36,9 @@ def page(live_server: Any) -> Iterator[Any]:
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+        context = browser.new_context(
+            base_url=live_server.url, viewport={"width": 1280, "height": 900}
+        )
         pg = context.new_page()
         pg.set_default_timeout(20_000)
         yield pg
@@ -49,7 +51,7 @@ def log_in(page: Any) -> None:
     page.goto("/upload/")
     page.fill("#id_username", "alice")
     page.fill("#id_password", "correct horse")
-    page.click("button[type=submit]")
+    page.click("main form button[type=submit]")
     page.wait_for_url("**/upload/")
 
 
@@ -74,7 +76,7 @@ def test_upload_two_files_and_one_dropped(page: Any, tmp_path: Path, simple_even
     )
     assert page.locator("#file-list li").count() == 3
     page.screenshot(path=str(ARTIFACTS / "upload-form.png"), full_page=True)
-    page.click("button[type=submit]")
+    page.click("#upload-form button[type=submit]")
     page.wait_for_url("**/upload/*-*-*-*-*/")
     summary = page.locator("#batch-summary")
     summary.filter(has_text="2 done, 1 failed, 0 pending").wait_for()

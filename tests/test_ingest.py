@@ -31,7 +31,9 @@ def ingest(*files: Path, series: str = "s1", release: str = "1.0", **extra: Any)
 def export(what: str = "selftimes", fmt: str = "json", series: str = "s1") -> Any:
     out = io.StringIO()
     call_command("export", "--series", series, "--what", what, "--format", fmt, stdout=out)
-    return json.loads(out.getvalue()) if fmt == "json" else list(csv.DictReader(io.StringIO(out.getvalue())))
+    if fmt == "json":
+        return json.loads(out.getvalue())
+    return list(csv.DictReader(io.StringIO(out.getvalue())))
 
 
 def test_cli_ingests_and_exports_self_times(write_trace, simple_events) -> None:
@@ -47,7 +49,8 @@ def test_cli_ingests_and_exports_self_times(write_trace, simple_events) -> None:
     assert rows["Layout"]["total_us"] == pytest.approx(300 + 50)
     assert {r["release"] for r in rows.values()} == {"1.0"}
     assert {r["run"] for r in rows.values()} == {"run1.json"}
-    assert export(fmt="csv")[0].keys() == {"release", "run", "function", "self_us", "total_us", "calls"}
+    header = export(fmt="csv")[0].keys()
+    assert header == {"release", "run", "function", "self_us", "total_us", "calls"}
 
 
 def test_gzip_and_array_form(write_trace, simple_events) -> None:
@@ -96,7 +99,8 @@ def test_bad_file_fails_alone_with_its_reason(name: str, write_trace, simple_eve
     assert reason in failed[0]
     bad_run = Run.objects.get(file_name=name)
     assert bad_run.status == Run.FAILED
-    assert bad_run.error.startswith(f"{name}: ") and "\n" not in bad_run.error
+    assert bad_run.error.startswith(f"{name}: ")
+    assert "\n" not in bad_run.error
     assert not RunTimes.objects.filter(run=bad_run).exists()
     assert Run.objects.get(file_name="good.json").status == Run.DONE
 
@@ -107,10 +111,13 @@ def test_truncated_gzip_fails(write_trace, simple_events) -> None:
     with pytest.raises(CommandError):
         ingest(cut)
     run = Run.objects.get()
-    assert run.status == Run.FAILED and run.error.startswith("cut.json.gz: ")
+    assert run.status == Run.FAILED
+    assert run.error.startswith("cut.json.gz: ")
 
 
-def test_file_over_the_size_limit_fails_without_parsing(write_trace, simple_events, settings) -> None:
+def test_file_over_the_size_limit_fails_without_parsing(
+    write_trace, simple_events, settings
+) -> None:
     path = write_trace("big.json", simple_events)
     settings.DEVIATIONS_MAX_TRACE_BYTES = 100
     with pytest.raises(CommandError):
@@ -136,7 +143,8 @@ def test_failed_file_sent_again_is_retried(write_trace, simple_events, settings)
     settings.DEVIATIONS_MAX_TRACE_BYTES = 10**9
     ingest(path)
     run = Run.objects.get()
-    assert run.status == Run.DONE and run.error == ""
+    assert run.status == Run.DONE
+    assert run.error == ""
 
 
 def test_a_failure_while_storing_leaves_nothing_half_written(

@@ -35,14 +35,15 @@ def form(**extra: Any) -> dict[str, Any]:
 
 def test_upload_needs_login(client: Client) -> None:
     response = client.get("/upload/")
-    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
 
 
-def test_upload_several_files_then_status(user_client: Client, simple_events) -> None:
+def test_upload_several_files_then_status(user_client: Client, simple_events, committed) -> None:
     good = upload_file("good.json", json.dumps(simple_events).encode())
     bad = upload_file("bad.json", b"nope")
-    response = user_client.post("/upload/", form(files=[good, bad]),
-                                headers={"Accept": "application/json"})
+    response = committed(user_client.post, "/upload/", form(files=[good, bad]),
+                         headers={"Accept": "application/json"})
     assert response.status_code == 200, response.content
     status_url = response.json()["status_url"]
     assert user_client.get(status_url).status_code == 200
@@ -59,22 +60,24 @@ def test_upload_form_errors(user_client: Client) -> None:
     assert b"release version" in response.content
     assert b"Choose at least one trace file" in response.content
     json_errors = user_client.post("/upload/", form(), headers={"Accept": "application/json"})
-    assert json_errors.status_code == 400 and "files" in json_errors.json()["errors"]
+    assert json_errors.status_code == 400
+    assert "files" in json_errors.json()["errors"]
 
 
-def test_pages_render_and_escape_names(user_client: Client) -> None:
+def test_pages_render_and_escape_names(user_client: Client, committed) -> None:
     from tests.conftest import renderer_events
 
     hostile = "<img src=x onerror=alert(1)>"
     data = json.dumps(renderer_events([(hostile, 0, 100), ("Paint", 200, 50)])).encode()
-    user_client.post("/upload/", form(files=[upload_file("<b>x</b>.json", data)]))
+    committed(user_client.post, "/upload/", form(files=[upload_file("<b>x</b>.json", data)]))
     run = Run.objects.get()
     assert run.status == Run.DONE
     for url in ["/", "/series/web/", "/series/web/releases/1.0/", f"/runs/{run.pk}/"]:
         page = user_client.get(url)
         assert page.status_code == 200, url
         html = page.content.decode()
-        assert "<img src=x" not in html and "<b>x</b>" not in html, url
+        assert "<img src=x" not in html, url
+        assert "<b>x</b>" not in html, url
     release_page = user_client.get("/series/web/releases/1.0/").content.decode()
     assert "&lt;img src=x onerror=alert(1)&gt;" in release_page
     assert user_client.get("/series/nope/").status_code == 404

@@ -24,7 +24,8 @@ def run_python(code: str, **env: str) -> str:
 def test_stats_package_imports_without_django() -> None:
     out = run_python(
         "import sys, pkgutil, importlib, deviations.stats as s\n"
-        "for m in pkgutil.iter_modules(s.__path__): importlib.import_module('deviations.stats.' + m.name)\n"
+        "for m in pkgutil.iter_modules(s.__path__):\n"
+        "    importlib.import_module('deviations.stats.' + m.name)\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in {'django', 'celery'}))"
     )
     assert out.strip() == "[]"
@@ -41,7 +42,8 @@ def test_embedded_default() -> None:
     engine, name, eager, email = json.loads(
         run_python(SHOW, DJANGO_SETTINGS_MODULE="deviations.settings")
     )
-    assert engine == "django.db.backends.sqlite3" and name.endswith("db.sqlite3")
+    assert engine == "django.db.backends.sqlite3"
+    assert name.endswith("db.sqlite3")
     assert eager is True
     assert email == "django.core.mail.backends.console.EmailBackend"
 
@@ -52,7 +54,8 @@ def test_real_services_from_the_environment() -> None:
         DATABASE_URL="postgres://postgres@127.0.0.1:5432/test",
         CELERY_BROKER_URL="redis://127.0.0.1:6379/0",
     ))
-    assert engine == "django.db.backends.postgresql" and name == "test"
+    assert engine == "django.db.backends.postgresql"
+    assert name == "test"
     assert eager is False
     engine, name, _, _ = json.loads(run_python(
         SHOW, DJANGO_SETTINGS_MODULE="deviations.settings", DATABASE_URL="sqlite:////tmp/x.db"

@@ -88,8 +88,10 @@ def test_upload_api_worker_export(worker, client: Client, simple_events, tmp_pat
         ids.append(response.json()["run"])
     done, failed = wait_for(ids[0]), wait_for(ids[1])
     assert done.status == Run.DONE, (done.error, (tmp_path / "worker.log").read_text())
-    assert failed.status == Run.FAILED and failed.error.startswith("bad.json: ")
-    assert not done.upload and not failed.upload  # the uploaded copies are cleaned up
+    assert failed.status == Run.FAILED
+    assert failed.error.startswith("bad.json: ")
+    assert not done.upload
+    assert not failed.upload
     out = io.StringIO()
     call_command("export", "--series", "e2e", "--what", "selftimes", stdout=out)
     rows = {r["function"]: r for r in json.loads(out.getvalue())}
