@@ -24,8 +24,9 @@ def token() -> str:
 
 @pytest.fixture
 def post(client: Client, committed: Any) -> Any:
-    def send(token: str | None, data: bytes, name: str = "run.json", url: str = URL,
-             **fields: Any) -> Any:
+    def send(
+        token: str | None, data: bytes, name: str = "run.json", url: str = URL, **fields: Any
+    ) -> Any:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         upload = io.BytesIO(data)
         upload.name = name
@@ -44,7 +45,9 @@ def test_upload_needs_a_valid_token(post: Any, client: Client, simple_events) ->
     assert not Run.objects.exists()
 
 
-def test_upload_ingests_and_reports_status(post: Any, client: Client, token: str, simple_events) -> None:
+def test_upload_ingests_and_reports_status(
+    post: Any, client: Client, token: str, simple_events
+) -> None:
     response = post(token, trace_bytes(simple_events))
     assert response.status_code == 201, response.content
     body = response.json()
@@ -58,7 +61,9 @@ def test_upload_ingests_and_reports_status(post: Any, client: Client, token: str
     assert ApiToken.objects.get().last_used is not None
 
 
-def test_duplicate_upload_is_recognised(post: Any, client: Client, token: str, simple_events) -> None:
+def test_duplicate_upload_is_recognised(
+    post: Any, client: Client, token: str, simple_events
+) -> None:
     first = post(token, trace_bytes(simple_events)).json()
     again = post(token, trace_bytes(simple_events), name="other-name.json")
     assert again.status_code == 200
@@ -67,7 +72,9 @@ def test_duplicate_upload_is_recognised(post: Any, client: Client, token: str, s
     assert Run.objects.count() == 1
 
 
-def test_bad_trace_gives_a_failed_run_with_its_reason(post: Any, client: Client, token: str) -> None:
+def test_bad_trace_gives_a_failed_run_with_its_reason(
+    post: Any, client: Client, token: str
+) -> None:
     body = client.get(post(token, b"[{", name="broken.json").json()["status_url"]).json()
     assert body["status"] == "failed"
     assert body["error"].startswith("broken.json: ")
@@ -86,8 +93,9 @@ def test_thread_options_as_form_fields(post: Any, client: Client, token: str) ->
         {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "Worker"}},
         {"ph": "X", "name": "Job", "pid": 1, "tid": 2, "ts": 0, "dur": 10},
     ]
-    body = post(token, trace_bytes(events), thread_name="Worker", process_name="x",
-                all_threads="true").json()
+    body = post(
+        token, trace_bytes(events), thread_name="Worker", process_name="x", all_threads="true"
+    ).json()
     assert client.get(body["status_url"]).json()["status"] == "done"
 
 
@@ -97,8 +105,15 @@ def test_reads_are_open(post: Any, client: Client, token: str, simple_events) ->
         {"name": "chromium-linux", "description": "", "releases": 1}
     ]
     releases = client.get("/api/series/chromium-linux/releases").json()
-    assert releases == [{"version": "56.0.2909.0", "order": None, "runs_done": 1,
-                         "runs_failed": 0, "runs_pending": 0}]
+    assert releases == [
+        {
+            "version": "56.0.2909.0",
+            "order": None,
+            "runs_done": 1,
+            "runs_failed": 0,
+            "runs_pending": 0,
+        }
+    ]
     assert client.get("/api/runs/999").status_code == 404
 
 
