@@ -19,6 +19,7 @@ from deviations import selectors
 from deviations.models import ApiToken, Run, Series
 from ingest.runs import IngestError, ThreadOptions
 from ingest.submit import submit_uploads
+from ingest.upload_handlers import over_limit
 
 
 class TokenAuth(HttpBearer):
@@ -98,14 +99,14 @@ def run_out(run: Run, duplicate: bool = False) -> dict[str, Any]:
 @api.post(
     "/series/{name}/releases/{version}/runs",
     auth=TokenAuth(),
-    response={201: RunOut, 200: RunOut, 400: ErrorOut},
+    response={201: RunOut, 200: RunOut, 400: ErrorOut, 413: ErrorOut},
     summary="Upload one trace file as a run of a release",
 )
 def upload_run(
     request: HttpRequest,
     name: str,
     version: str,
-    file: File[UploadedFile],
+    file: File[UploadedFile | None] = None,
     thread_name: Form[str] = "CrRendererMain",
     process_name: Form[str] = "Renderer",
     all_threads: Form[bool] = False,
@@ -115,6 +116,10 @@ def upload_run(
     `done` or `failed` when tasks run in-process); 200: the same bytes were already a run of
     this series (`duplicate: true`, nothing stored twice); poll `status_url` until the status
     is `done` or `failed`."""
+    if reason := over_limit(request):
+        return Status(413, {"detail": reason})
+    if file is None:
+        return Status(400, {"detail": "no file: send the trace as the multipart field 'file'"})
     try:
         _, registered = submit_uploads(
             name,

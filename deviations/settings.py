@@ -99,7 +99,13 @@ LOGIN_REDIRECT_URL = "/"
 # Uploads above this many bytes are refused (compressed size), and a gzip trace may not
 # inflate past it: 2 GiB holds ~15 M trace events.
 DEVIATIONS_MAX_TRACE_BYTES = env.int("DEVIATIONS_MAX_TRACE_BYTES", default=2 * 1024**3)
-# Django holds smaller uploads in memory; larger ones stream to a temporary file.
+# Django holds smaller uploads in memory; larger ones stream to a temporary file. The first
+# handler cuts off a file larger than the limit while it arrives.
+FILE_UPLOAD_HANDLERS = [
+    "ingest.upload_handlers.TraceSizeLimitHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024**2
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024**2
 

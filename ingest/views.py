@@ -10,6 +10,7 @@ from django.urls import reverse
 from ingest.forms import TraceUploadForm
 from ingest.runs import IngestError, ThreadOptions
 from ingest.submit import submit_uploads
+from ingest.upload_handlers import over_limit
 
 
 @login_required
@@ -18,7 +19,9 @@ def upload(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return render(request, "ingest/upload.html", {"form": TraceUploadForm()})
     form = TraceUploadForm(request.POST, request.FILES)
-    if form.is_valid():
+    if reason := over_limit(request):
+        form.add_error("files", reason)
+    elif form.is_valid():
         data = form.cleaned_data
         try:
             batch, _ = submit_uploads(

@@ -130,3 +130,16 @@ def test_create_api_token_command(capsys) -> None:
     call_command("create_api_token", "alice", "--name", "laptop")
     key = capsys.readouterr().out.strip()
     assert ApiToken.objects.get(key_sha256=ApiToken.hash_key(key)).name == "laptop"
+
+
+def test_an_upload_over_the_limit_is_cut_off(
+    post: Any, client: Client, token: str, settings: Any
+) -> None:
+    settings.DEVIATIONS_MAX_TRACE_BYTES = 1000
+    response = post(token, b"[" + b" " * 5000 + b"]", name="huge.json")
+    assert response.status_code == 413
+    assert response.json()["detail"] == "huge.json: over the limit of 1,000 bytes"
+    assert not Run.objects.exists()
+    missing = client.post(URL, {}, headers={"Authorization": f"Bearer {token}"})
+    assert missing.status_code == 400
+    assert "multipart field 'file'" in missing.json()["detail"]

@@ -81,3 +81,11 @@ def test_pages_render_and_escape_names(user_client: Client, committed) -> None:
     release_page = user_client.get("/series/web/releases/1.0/").content.decode()
     assert "&lt;img src=x onerror=alert(1)&gt;" in release_page
     assert user_client.get("/series/nope/").status_code == 404
+
+
+def test_upload_page_names_a_file_over_the_limit(user_client: Client, settings) -> None:
+    settings.DEVIATIONS_MAX_TRACE_BYTES = 100
+    response = user_client.post("/upload/", form(files=[upload_file("big.json", b"[" * 500)]))
+    assert response.status_code == 400
+    assert "big.json: over the limit of 100 bytes" in response.content.decode()
+    assert not Run.objects.exists()
