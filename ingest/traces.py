@@ -1,0 +1,931 @@
+"""Chromium Trace Event Format -> per-function self time and total time.
+
+Pure module: bytes in, numpy arrays out. No Django, no database.
+
+What is computed (seed 003, section III.B): the call stacks of the ``CrRendererMain``
+thread of the ``Renderer`` process(es) are rebuilt from duration events (``B``/``E``) and
+complete events (``X``); for every function (event name) the parser sums
+
+* self time: a slice's duration minus the durations of its direct children (children
+  clipped to the parent);
+* total time: a slice's duration, counting a recursive function once per outermost
+  call (a slice nested inside a slice of the same name adds nothing to total time but
+  counts in ``calls``);
+* calls: the number of slices (zero-duration slices included).
+
+Times are microseconds, as in the format (``displayTimeUnit`` only affects display).
+
+Decisions
+---------
+* Events are not sorted in Chrome's output. Per thread they are ordered by timestamp
+  (stable, so ``B``/``E`` with equal timestamps keep file order). Slices are nested in the
+  order (start, longest first, file order), with a stack: a slice is a child of the
+  innermost open slice whose end is strictly after its start (catapult's rule; a
+  zero-duration slice therefore never has children).
+* ``E`` is matched with the innermost open ``B`` of its thread whatever its name (as
+  catapult does); differing names are counted and noted. An ``E`` with no open ``B`` is
+  ignored and counted.
+* Unfinished slices are closed at the thread's last timestamp (the largest ``ts`` of a
+  ``B``/``E``, or end of an ``X``, on that thread) and counted: a ``B`` without ``E``; an
+  ``X`` without ``dur`` (older Chrome omitted ``dur`` for a complete event still open when
+  tracing stopped: in the real fixtures these are the last tasks of a thread, with
+  ``tdur`` 0); an ``X`` with ``dur == -1`` (the same marker in Chrome 75, seen in two
+  TracerBench runs). Any other negative ``dur`` is a ``TraceError``.
+* A child that ends after its parent (partial overlap, which Chrome does not write but
+  hand-made traces can contain) is clipped to its parent's end, counted and noted.
+* An array that lacks its closing bracket (``--trace-startup`` output of a Chrome that was
+  killed: ``[{...},{...},``) is accepted, as Chrome's trace viewer accepts it, when it
+  ends after a complete event; the repair is noted. An event cut in the middle is a
+  ``TraceError`` (truncated JSON).
+* A ``CrRendererMain`` thread whose process has no ``process_name`` metadata is taken
+  (noted); one in a process with another name is not.
+* Function names are kept as written (HTML, unicode, anything), except that a name longer
+  than 1,000 characters becomes its first 1,000 characters + "…" + the first 8 hex
+  digits of the SHA-1 of the full name (UTF-8), so distinct long names stay distinct.
+* ``ParseSummary.ignored_phases`` counts, over the whole file, the events of every phase
+  other than ``B``, ``E``, ``X`` and ``M`` (an event without ``ph`` counts under "?").
+* Output functions are listed in order of first appearance in the file.
+
+Speed and memory: the trade-off
+-------------------------------
+The JSON is decoded with ``msgspec`` into a typed ``Struct`` that keeps only ``ph``,
+``name``, ``pid``, ``tid``, ``ts``, ``dur`` and ``args`` (as ``msgspec.Raw``, decoded for
+the few ``M`` events only); everything else is skipped by the decoder. The events are then
+turned into numpy columns and freed, and all the nesting is vectorised (sorts, cumulative
+sums, ``searchsorted``, ``bincount``); the only Python loops run over the metadata events,
+the unique names, and the threads that contain a partial overlap (rare: none of the real
+fixtures has one), which fall back to an explicit stack.
+
+A streaming parser (ijson) would keep memory flat but parses at half the speed of
+``json.load``; reading the whole (decompressed) file and decoding it in one go costs
+about 3.5x the file size at the peak and is ~10x faster. The project's targets are
+time <= 0.5x ``json.load`` and peak RSS <= 4x the file size, so the one-shot typed decode
+was chosen. Measured with ``python -m tests.benchmarks.ingest`` (257 MB, 2.0 M events,
+2 CPUs, see the module docstring there for the full figures):
+``json.load`` 6.1 s at 7.0x; ``parse_trace(all_threads=True)`` 1.5 s at 3.3x.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import zlib
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from itertools import count, repeat
+from operator import attrgetter
+from typing import BinaryIO
+
+import msgspec
+import numpy as np
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "MAX_NAME_CHARS",
+    "FunctionTimes",
+    "ParseSummary",
+    "ThreadRef",
+    "TraceError",
+    "parse_trace",
+]
+
+#: Largest trace accepted, compressed and decompressed: 2 GiB of JSON needs ~7 GiB of RAM
+#: at the peak (3.5x), the most a modest server should be asked to give one upload.
+DEFAULT_MAX_BYTES = 2 * 1024**3
+#: Names longer than this are shortened (see the module docstring): a database index and a
+#: chart label cannot hold megabytes, and no real function name comes near it.
+MAX_NAME_CHARS = 1_000
+#: gzip input is read and inflated in pieces of this size, so a gzip bomb stops at
+#: max_bytes + one piece instead of filling memory.
+_CHUNK = 1 << 20
+#: Chrome writes dur = -1 for a complete event that was still running when tracing stopped.
+_UNFINISHED_DUR = -1.0
+#: Threads listed in the "selected thread absent" message.
+_THREADS_SHOWN = 8
+
+_NAN = float("nan")
+_NO_ARGS = msgspec.Raw(b"{}")
+_GZIP_MAGIC = b"\x1f\x8b"
+
+# Phase codes of the columns: every phase letter of the format gets a small code, so that
+# counting them is a bincount. Codes 0-4 are the ones the parser uses.
+_NO_PH, _B, _E, _X, _M = 0, 1, 2, 3, 4
+_PHASES = ("", "B", "E", "X", "M", *"IiCbneSTpFstfPNODRcVv()=G")
+_PH_INDEX = {ph: i for i, ph in enumerate(_PHASES)}
+_UNKNOWN_PH = len(_PHASES)
+#: Above this many threads the nesting sweep runs once over all threads (lexsort) instead
+#: of once per thread (cheaper sorts, but a Python loop over threads).
+_MAX_LOOPED_THREADS = 512
+
+
+class TraceError(ValueError):
+    """The input is not a usable trace. ``str(e)`` is one line: "<file>: <reason>"."""
+
+
+@dataclass(frozen=True)
+class ThreadRef:
+    pid: int | str
+    tid: int | str
+    process_name: str | None
+    thread_name: str | None
+
+
+@dataclass(frozen=True)
+class ParseSummary:
+    """Counts of everything noteworthy in one trace; ``to_dict()`` is JSON-serialisable."""
+
+    events: int
+    slices: int
+    selected_threads: tuple[ThreadRef, ...]
+    unmatched_end: int
+    unclosed_begin: int
+    x_without_dur: int
+    clipped_overlaps: int
+    ignored_phases: dict[str, int]
+    notes: tuple[str, ...]
+    #: X events with dur == -1 (still running when tracing stopped), closed like unclosed B.
+    x_unfinished: int = 0
+    #: E events whose (non-empty) name differs from the B they close.
+    end_name_mismatches: int = 0
+    #: names longer than MAX_NAME_CHARS, shortened.
+    shortened_names: int = 0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["selected_threads"] = [asdict(t) for t in self.selected_threads]
+        d["notes"] = list(self.notes)
+        d["ignored_phases"] = dict(self.ignored_phases)
+        return d
+
+
+@dataclass(frozen=True)
+class FunctionTimes:
+    names: list[str]
+    self_us: np.ndarray
+    total_us: np.ndarray
+    calls: np.ndarray
+    summary: ParseSummary
+
+
+class _Event(msgspec.Struct, gc=False):
+    """The fields the parser reads; the decoder skips every other key without building it."""
+
+    ph: str = ""
+    name: str = ""
+    pid: int = 0
+    tid: int = 0
+    ts: float = _NAN
+    dur: float = _NAN
+    args: msgspec.Raw = _NO_ARGS
+
+
+class _EventAnyId(_Event, gc=False):
+    """The same, for the rare traces with string pids or tids (decoded again if so)."""
+
+    pid: int | str = 0
+    tid: int | str = 0
+
+
+class _ObjectTrace(msgspec.Struct, gc=False):
+    traceEvents: list[_Event]  # noqa: N815 (the format's key)
+
+
+class _ObjectTraceAnyId(msgspec.Struct, gc=False):
+    traceEvents: list[_EventAnyId]  # noqa: N815
+
+
+_DECODERS = {
+    (ord("["), False): msgspec.json.Decoder(list[_Event]),
+    (ord("{"), False): msgspec.json.Decoder(_ObjectTrace),
+    (ord("["), True): msgspec.json.Decoder(list[_EventAnyId]),
+    (ord("{"), True): msgspec.json.Decoder(_ObjectTraceAnyId),
+}
+_get_ph = attrgetter("ph")
+_get_name = attrgetter("name")
+_get_pid = attrgetter("pid")
+_get_tid = attrgetter("tid")
+_get_ts = attrgetter("ts")
+_get_dur = attrgetter("dur")
+
+
+@dataclass
+class _Counts:
+    unmatched_end: int = 0
+    unclosed_begin: int = 0
+    x_without_dur: int = 0
+    x_unfinished: int = 0
+    clipped_overlaps: int = 0
+    end_name_mismatches: int = 0
+    shortened_names: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_trace(
+    source: str | os.PathLike[str] | bytes | BinaryIO,
+    *,
+    display_name: str | None = None,
+    thread_name: str = "CrRendererMain",
+    process_name: str = "Renderer",
+    all_threads: bool = False,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> FunctionTimes:
+    """Per-function self time, total time and calls of the selected threads of a trace.
+
+    ``source`` is a path, the file's bytes, or a binary file object; plain JSON or gzip
+    (recognised by its magic bytes). ``display_name`` (default: the file's base name)
+    starts every error message. The default selection is every ``thread_name`` thread of
+    every process named ``process_name`` (aggregated); ``all_threads`` takes every thread
+    that has duration events. ``max_bytes`` bounds both the compressed and the
+    decompressed size. Raises ``TraceError`` for anything that is not a usable trace.
+    """
+    name = display_name if display_name is not None else _default_display_name(source)
+    try:
+        return _parse(source, name, thread_name, process_name, all_threads, max_bytes)
+    except MemoryError:
+        raise TraceError(f"{name}: out of memory while parsing (file too large)") from None
+
+
+def _parse(
+    source: str | os.PathLike[str] | bytes | BinaryIO,
+    name: str,
+    thread_name: str,
+    process_name: str,
+    all_threads: bool,
+    max_bytes: int,
+) -> FunctionTimes:
+    counts = _Counts()
+    data = _read(source, name, max_bytes)
+    events, int_ids = _decode(data, name, counts)
+    del data  # msgspec.Raw args keep the buffer alive until the events are freed
+    n = len(events)
+    if n == 0:
+        raise TraceError(f"{name}: the trace contains no events")
+
+    # Columns, one C-level pass each; then the decoded objects are freed.
+    code = np.fromiter(map(_PH_INDEX.get, map(_get_ph, events), repeat(_UNKNOWN_PH)), np.uint8, n)
+    per_phase = np.bincount(code, minlength=_UNKNOWN_PH + 1)
+    if per_phase[_NO_PH] == n:
+        raise TraceError(
+            f"{name}: not a Chrome trace: none of the {n} events has a 'ph' (phase) field "
+            "(a DevTools protocol log?)"
+        )
+    ignored = {(ph or "?"): int(c) for ph, c in zip(_PHASES, per_phase.tolist(), strict=False) if c}
+    for ph in ("B", "E", "X", "M"):
+        ignored.pop(ph, None)
+    if per_phase[_UNKNOWN_PH]:
+        ignored.update(Counter(events[i].ph for i in np.flatnonzero(code == _UNKNOWN_PH)))
+    ignored = dict(sorted(ignored.items()))
+
+    proc_names, thread_names = _metadata(events, np.flatnonzero(code == _M))
+    thread_of, thread_keys = _thread_columns(events, int_ids)
+    ts = np.fromiter(map(_get_ts, events), np.float64, n)
+    dur = np.fromiter(map(_get_dur, events), np.float64, n)
+    # Names: setdefault keeps each name's first position; dict order is the order of first
+    # appearance, and the positions that are their own first occurrence number them densely.
+    seen: dict[str, int] = {}
+    first = np.fromiter(map(seen.setdefault, map(_get_name, events), count()), np.int64, n)
+    unique_names = list(seen)
+    del events, seen
+    is_first = first == np.arange(n)
+    name_id = (np.cumsum(is_first) - 1)[first]
+    del first, is_first
+    empty_id = _find(unique_names, "")
+
+    is_slice = (code == _B) | (code == _E) | (code == _X)
+    active = np.bincount(thread_of[is_slice], minlength=len(thread_keys)) > 0
+    chosen = _select_threads(
+        thread_keys,
+        active,
+        proc_names,
+        thread_names,
+        thread_name,
+        process_name,
+        all_threads,
+        name,
+        counts,
+    )
+    remap = np.full(len(thread_keys), -1, dtype=np.int64)
+    remap[chosen] = np.arange(len(chosen))
+    sel = np.flatnonzero(is_slice & (remap[thread_of] >= 0))
+    del is_slice
+
+    ev_code, ev_ts, ev_dur = code[sel], ts[sel], dur[sel]
+    if np.isnan(ev_ts).any():
+        bad = int(sel[np.flatnonzero(np.isnan(ev_ts))[0]])
+        raise TraceError(f"{name}: event #{bad} (phase {_PHASES[code[bad]]}) has no 'ts'")
+    negative = (ev_code == _X) & (ev_dur < 0) & (ev_dur != _UNFINISHED_DUR)
+    if negative.any():
+        bad = int(sel[np.flatnonzero(negative)[0]])
+        raise TraceError(f"{name}: event #{bad} has a negative duration (dur={dur[bad]:g})")
+    del code, ts, dur
+
+    start, end, slice_thread, slice_name, slice_seq = _slices(
+        remap[thread_of[sel]], ev_code, ev_ts, ev_dur, name_id[sel], empty_id, len(chosen), counts
+    )
+    del thread_of, name_id, sel, ev_code, ev_ts, ev_dur
+    self_us, total_us, calls = _times(
+        start, end, slice_thread, slice_name, slice_seq, len(unique_names), counts
+    )
+    used = np.flatnonzero(calls > 0)  # names seen only on E events are not functions
+    names = [_shorten(unique_names[i], counts) for i in used.tolist()]
+
+    summary = ParseSummary(
+        events=n,
+        slices=len(start),
+        selected_threads=tuple(
+            ThreadRef(
+                pid=thread_keys[p][0],
+                tid=thread_keys[p][1],
+                process_name=proc_names.get(thread_keys[p][0]),
+                thread_name=thread_names.get(thread_keys[p]),
+            )
+            for p in chosen
+        ),
+        unmatched_end=counts.unmatched_end,
+        unclosed_begin=counts.unclosed_begin,
+        x_without_dur=counts.x_without_dur,
+        clipped_overlaps=counts.clipped_overlaps,
+        ignored_phases=ignored,
+        notes=tuple(counts.notes),
+        x_unfinished=counts.x_unfinished,
+        end_name_mismatches=counts.end_name_mismatches,
+        shortened_names=counts.shortened_names,
+    )
+    return FunctionTimes(
+        names=names,
+        self_us=self_us[used],
+        total_us=total_us[used],
+        calls=calls[used],
+        summary=summary,
+    )
+
+
+def _find(items: list[str], item: str) -> int:
+    try:
+        return items.index(item)
+    except ValueError:
+        return -1
+
+
+def _factorise(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values and each element's index among them (np.unique with return_inverse),
+    sorting only the heads of runs: Chrome writes events in per-thread chunks."""
+    if len(values) == 0:
+        return values[:0], np.zeros(0, dtype=np.int64)
+    heads = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+    uniq, head_index = np.unique(values[heads], return_inverse=True)
+    return uniq, np.repeat(head_index, np.diff(np.r_[heads, len(values)]))
+
+
+_KEY_BITS = 31
+
+
+def _thread_columns(
+    events: list[_Event], int_ids: bool
+) -> tuple[np.ndarray, list[tuple[int | str, int | str]]]:
+    """Each event's thread index, and the distinct (pid, tid) threads."""
+    n = len(events)
+    if int_ids:
+        pid = np.fromiter(map(_get_pid, events), np.int64, n)
+        tid = np.fromiter(map(_get_tid, events), np.int64, n)
+        small = pid.min() >= 0 and tid.min() >= 0 and max(pid.max(), tid.max()) < (1 << _KEY_BITS)
+        if small:
+            uniq, thread_of = _factorise((pid << _KEY_BITS) | tid)
+            mask = (1 << _KEY_BITS) - 1
+            keys = [(k >> _KEY_BITS, k & mask) for k in uniq.tolist()]
+        else:
+            pids, pid_of = _factorise(pid)
+            tids, tid_of = _factorise(tid)
+            uniq, thread_of = _factorise(pid_of * len(tids) + tid_of)
+            p_list, t_list = pids.tolist(), tids.tolist()
+            keys = [(p_list[k // len(tids)], t_list[k % len(tids)]) for k in uniq.tolist()]
+        return thread_of, keys
+    seen: dict[tuple[int | str, int | str], int] = {}
+    first = np.fromiter(
+        map(
+            seen.setdefault, zip(map(_get_pid, events), map(_get_tid, events), strict=True), count()
+        ),
+        np.int64,
+        n,
+    )
+    is_first = first == np.arange(n)
+    return (np.cumsum(is_first) - 1)[first], list(seen)
+
+
+def _select_threads(
+    thread_keys: list[tuple[int | str, int | str]],
+    active: np.ndarray,
+    proc_names: dict[int | str, str],
+    thread_names: dict[tuple[int | str, int | str], str],
+    thread_name: str,
+    process_name: str,
+    all_threads: bool,
+    name: str,
+    counts: _Counts,
+) -> list[int]:
+    """Positions in ``thread_keys`` of the threads to aggregate, in increasing order."""
+    if all_threads:
+        chosen = np.flatnonzero(active).tolist()
+        if not chosen:
+            counts.notes.append("no duration events (B/E/X) on any thread")
+        return chosen
+    position = {k: i for i, k in enumerate(thread_keys)}
+    chosen = []
+    for key, label in thread_names.items():
+        if label != thread_name or key not in position:
+            continue
+        proc = proc_names.get(key[0])
+        if proc == process_name:
+            chosen.append(position[key])
+        elif proc is None:
+            chosen.append(position[key])
+            counts.notes.append(
+                f"process {key[0]} has no process_name; its {thread_name} thread {key[1]} was taken"
+            )
+    if not chosen:
+        named = sorted({(t, proc_names.get(k[0], "?")) for k, t in thread_names.items()})
+        if named:
+            shown = ", ".join(f"{t} ({p})" for t, p in named[:_THREADS_SHOWN])
+            if len(named) > _THREADS_SHOWN:
+                shown += f" and {len(named) - _THREADS_SHOWN} more"
+        else:
+            shown = f"{len(thread_keys)} unnamed (no thread_name metadata)"
+        raise TraceError(
+            f"{name}: no thread named {thread_name} in a process named {process_name}; "
+            f"threads seen: {shown}"
+        )
+    return sorted(chosen)
+
+
+def _stable_order(keys: np.ndarray) -> np.ndarray:
+    """Stable argsort; small non-negative integers go through numpy's O(n) radix sort."""
+    if keys.dtype.kind in "iu" and len(keys) and keys.min() >= 0 and keys.max() < (1 << 15):
+        keys = keys.astype(np.int16)
+    return np.argsort(keys, kind="stable")
+
+
+def _slices(
+    thread: np.ndarray,
+    code: np.ndarray,
+    ts: np.ndarray,
+    dur: np.ndarray,
+    name_id: np.ndarray,
+    empty_id: int,
+    n_threads: int,
+    counts: _Counts,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Match B with E and close unfinished slices: (start, end, thread, name, seq) per
+    slice, ordered by (thread, start, seq), where ``seq`` is the opening event's position in
+    the per-thread timestamp order (file order among equal timestamps)."""
+    order = np.argsort(ts, kind="stable")  # Chrome's buffer is nearly sorted: timsort
+    order = order[_stable_order(thread[order])]
+    th, cd, t, d, nm = (a[order] for a in (thread, code, ts, dur, name_id))
+    del order
+    m = len(th)
+    end_at = np.full(m, np.nan)
+    is_x = cd == _X
+    open_x = is_x & (np.isnan(d) | (d == _UNFINISHED_DUR))
+    done_x = is_x & ~open_x
+    end_at[done_x] = t[done_x] + d[done_x]
+    last_ts = np.full(n_threads, -np.inf)
+    if m:
+        reach = np.where(done_x, end_at, t)
+        seg = np.flatnonzero(np.r_[True, th[1:] != th[:-1]])
+        last_ts[th[seg]] = np.maximum.reduceat(reach, seg)
+        del reach
+
+    is_opener = is_x.copy()
+    be = np.flatnonzero((cd == _B) | (cd == _E))
+    if len(be):
+        pair_b, pair_e, open_b = _match_begin_end(th[be], cd[be] == _B, counts)
+        pair_b, pair_e, open_b = be[pair_b], be[pair_e], be[open_b]
+        end_at[pair_b] = t[pair_e]
+        end_at[open_b] = last_ts[th[open_b]]
+        is_opener[pair_b] = True
+        is_opener[open_b] = True
+        e_name = nm[pair_e]
+        mismatch = int(np.count_nonzero((e_name != nm[pair_b]) & (e_name != empty_id)))
+        if mismatch:
+            counts.end_name_mismatches += mismatch
+            counts.notes.append(
+                f"{mismatch} E event(s) named differently from the B they close were "
+                "matched by stack position (as catapult does)"
+            )
+    end_at[open_x] = last_ts[th[open_x]]
+    no_dur = int(np.count_nonzero(is_x & np.isnan(d)))
+    minus_one = int(np.count_nonzero(is_x & (d == _UNFINISHED_DUR)))
+    if no_dur:
+        counts.x_without_dur += no_dur
+        counts.notes.append(
+            f"{no_dur} X event(s) without 'dur' (still running when tracing stopped) were "
+            "closed at their thread's last timestamp"
+        )
+    if minus_one:
+        counts.x_unfinished += minus_one
+        counts.notes.append(
+            f"{minus_one} X event(s) with dur=-1 (still running when tracing stopped) were "
+            "closed at their thread's last timestamp"
+        )
+    opener = np.flatnonzero(is_opener)
+    return t[opener], end_at[opener], th[opener], nm[opener], opener
+
+
+def _match_begin_end(
+    thread: np.ndarray, is_begin: np.ndarray, counts: _Counts
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Match B and E events (ordered by thread, then time) as a stack per thread would.
+
+    Returns the positions of matched B, of their E, and of the B left open. The walk
+    +1 per B, -1 per E is taken per thread; an E that takes it below its running minimum
+    (below zero once earlier unmatched E are discounted) has no open B. Once those are
+    dropped, B and E at one nesting level alternate B, E, B, E, ... within a thread, so a
+    sort by (level, position) puts every B right before its E.
+    """
+    k = len(thread)
+    step = np.where(is_begin, 1, -1)
+    seg_start = np.r_[True, thread[1:] != thread[:-1]]
+    seg_id = np.cumsum(seg_start) - 1
+    walk = np.cumsum(step)
+    walk -= (walk - step)[seg_start][seg_id]  # per-thread running sum
+    shift = seg_id * (2 * k + 2)  # each thread lies below all earlier ones
+    low = np.minimum(np.minimum.accumulate(walk - shift) + shift, 0)
+    prev_low = np.r_[0, low[:-1]]
+    prev_low[seg_start] = 0
+    unmatched = low < prev_low
+    n_unmatched = int(np.count_nonzero(unmatched))
+    if n_unmatched:
+        counts.unmatched_end += n_unmatched
+        counts.notes.append(f"{n_unmatched} E event(s) without an open B were ignored")
+    depth = walk - low
+    level = np.where(is_begin, depth, depth + 1)
+    keep = np.flatnonzero(~unmatched)
+    srt = keep[_stable_order(level[keep])]  # by (level, position)
+    b_here = is_begin[srt]
+    e_next = np.r_[
+        (level[srt[1:]] == level[srt[:-1]])
+        & (thread[srt[1:]] == thread[srt[:-1]])
+        & ~is_begin[srt[1:]],
+        False,
+    ]
+    matched = np.flatnonzero(b_here & e_next)
+    open_b = srt[b_here & ~e_next]
+    if len(open_b):
+        counts.unclosed_begin += len(open_b)
+        counts.notes.append(
+            f"{len(open_b)} B event(s) without an E were closed at their thread's last timestamp"
+        )
+    return srt[matched], srt[matched + 1], np.sort(open_b)
+
+
+def _times(
+    start: np.ndarray,
+    end: np.ndarray,
+    thread: np.ndarray,
+    name_id: np.ndarray,
+    seq: np.ndarray,
+    n_names: int,
+    counts: _Counts,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Self time, total time and calls per name id, from slices ordered by (thread,
+    start, seq)."""
+    calls = np.bincount(name_id, minlength=n_names).astype(np.int64)
+    # Zero-duration slices are calls with no time: they have no children (nothing starts
+    # strictly before their end) and add nothing to their parent's children, so only the
+    # slices of positive duration need nesting.
+    positive = np.flatnonzero(end > start)
+    th, s, e, nm, sq = (a[positive] for a in (thread, start, end, name_id, seq))
+    k = len(s)
+    if k == 0:
+        return np.zeros(n_names), np.zeros(n_names), calls
+    pre = _preorder(th, s, e, sq)
+    if pre is not None:
+        th, s, e, nm = th[pre], s[pre], e[pre], nm[pre]
+
+    depth, last_desc, nested = _sweep(th, s, e)
+    if not nested.all():
+        e = e.copy()
+        clipped = 0
+        for bad in np.unique(th[~nested]).tolist():
+            lo, hi = np.searchsorted(th, [bad, bad + 1])
+            e[lo:hi], n_clipped = _clip_with_stack(s[lo:hi], e[lo:hi])
+            clipped += n_clipped
+        counts.clipped_overlaps += clipped
+        counts.notes.append(
+            f"{clipped} slice(s) ended after their parent and were clipped to the parent's end"
+        )
+        depth, last_desc, nested = _sweep(th, s, e)
+        if not nested.all():  # pragma: no cover - clipped slices always nest
+            raise AssertionError("slices still overlap after clipping")
+
+    # Parent: the last slice before i (pre-order) one level up.
+    by_depth = _stable_order(depth)
+    keys = depth[by_depth] * k + by_depth
+    child = np.flatnonzero(depth > 0)
+    parent = by_depth[np.searchsorted(keys, (depth[child] - 1) * k + child) - 1]
+    dur = e - s
+    self_time = dur - np.bincount(parent, weights=dur[child], minlength=k)
+
+    # Recursion: i is inside a call of the same name iff an earlier slice j (pre-order) of
+    # the same thread and name has i among its descendants (i <= last_desc[j]).
+    by_group = _stable_order(th.astype(np.int64) * n_names + nm)
+    group = (th.astype(np.int64) * n_names + nm)[by_group]
+    new_group = np.r_[True, group[1:] != group[:-1]]
+    span = (np.cumsum(new_group) - 1) * (k + 1)
+    running = np.maximum.accumulate(last_desc[by_group] + span) - span
+    before = np.r_[-1, running[:-1]]
+    before[new_group] = -1
+    nested_same = np.zeros(k, dtype=bool)
+    nested_same[by_group] = before >= by_group
+
+    self_us = np.bincount(nm, weights=self_time, minlength=n_names)
+    total_us = np.bincount(nm, weights=np.where(nested_same, 0.0, dur), minlength=n_names)
+    return self_us, total_us, calls
+
+
+def _preorder(th: np.ndarray, s: np.ndarray, e: np.ndarray, seq: np.ndarray) -> np.ndarray | None:
+    """Permutation to pre-order (thread, start, longest first, seq) of slices already
+    ordered by (thread, start, seq); None if they already are. Only ties are re-sorted."""
+    tie = (th[1:] == th[:-1]) & (s[1:] == s[:-1])
+    if not tie.any():
+        return None
+    in_tie = np.zeros(len(s), dtype=bool)
+    in_tie[1:] |= tie
+    in_tie[:-1] |= tie
+    members = np.flatnonzero(in_tie)
+    run = np.cumsum(np.r_[True, ~tie])[members]
+    pre = np.arange(len(s))
+    pre[members] = members[np.lexsort((seq[members], -e[members], run))]
+    return pre
+
+
+def _sweep(
+    th: np.ndarray, s: np.ndarray, e: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sweep the starts and ends of pre-ordered slices of positive duration in time order.
+
+    Returns each slice's depth (slices open at its start), the pre-order index of its last
+    descendant, and whether it nests: the number of open slices just before its end is
+    its depth + 1 (if every slice passes, no two overlap partially: a first partial overlap
+    would upset the count of the earlier slice). At equal times ends come before starts (a
+    slice ending at t does not contain one starting at t) and inner ends before outer ones.
+    """
+    k = len(s)
+    bounds = np.flatnonzero(np.r_[True, th[1:] != th[:-1], True])
+    if len(bounds) - 1 > _MAX_LOOPED_THREADS:
+        return _sweep_all(th, s, e)
+    depth = np.empty(k, dtype=np.int64)
+    last_desc = np.empty(k, dtype=np.int64)
+    nested = np.empty(k, dtype=bool)
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        ss, ee = s[lo:hi], e[lo:hi]
+        size = hi - lo
+        by_end = (size - 1) - np.argsort(ee[::-1], kind="stable")  # (end, later first)
+        ends = ee[by_end]
+        d = np.arange(size) - np.searchsorted(ends, ss, side="right")
+        starts_before = np.searchsorted(ss, ends, side="left")
+        depth[lo:hi] = d
+        nested[lo + by_end] = starts_before - np.arange(size) == d[by_end] + 1
+        last_desc[lo + by_end] = lo + starts_before - 1
+    return depth, last_desc, nested
+
+
+def _sweep_all(
+    th: np.ndarray, s: np.ndarray, e: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """_sweep in one pass over all threads (for traces with very many threads)."""
+    k = len(s)
+    idx = np.arange(k, dtype=np.int64)
+    tie = np.concatenate([idx, -1 - idx])  # starts in pre-order; ends later-first, before
+    order = np.lexsort((tie, np.r_[np.ones(k), np.zeros(k)], np.r_[s, e], np.r_[th, th]))
+    is_start = order < k
+    step = np.where(is_start, 1, -1)
+    open_before = np.cumsum(step) - step
+    where = np.empty(2 * k, dtype=np.int64)
+    where[order] = np.arange(2 * k)
+    depth = open_before[where[:k]]
+    nested = open_before[where[k:]] == depth + 1
+    last_desc = np.cumsum(is_start)[where[k:]] - 1
+    return depth, last_desc, nested
+
+
+def _default_display_name(source: object) -> str:
+    if isinstance(source, str | os.PathLike):
+        return os.path.basename(os.fspath(source))
+    if isinstance(source, bytes | bytearray | memoryview):
+        return "<bytes>"
+    stream_name = getattr(source, "name", None)
+    if isinstance(stream_name, str):
+        return os.path.basename(stream_name)
+    return "<stream>"
+
+
+def _read(
+    source: str | os.PathLike[str] | bytes | BinaryIO, name: str, max_bytes: int
+) -> bytes | bytearray:
+    """The decompressed bytes of the source, refusing more than max_bytes at every stage."""
+    limit_msg = f"{name}: larger than the limit of {max_bytes:,} bytes"
+    if isinstance(source, bytes | bytearray | memoryview):
+        data = bytes(source) if isinstance(source, memoryview) else source
+        if len(data) > max_bytes:
+            raise TraceError(limit_msg)
+        if data[:2] == _GZIP_MAGIC:
+            return _gunzip(io.BytesIO(data), name, max_bytes)
+        return data
+    if isinstance(source, str | os.PathLike):
+        try:
+            with open(source, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size > max_bytes:
+                    raise TraceError(limit_msg + f" ({size:,} bytes on disk)")
+                if f.read(2) == _GZIP_MAGIC:
+                    f.seek(0)
+                    return _gunzip(f, name, max_bytes)
+                f.seek(0)
+                data = f.read(max_bytes + 1)  # the file may have grown since fstat
+                if len(data) > max_bytes:
+                    raise TraceError(limit_msg)
+                return data
+        except OSError as e:
+            raise TraceError(f"{name}: cannot read the file: {e.strerror or e}") from None
+    # A binary stream of unknown length.
+    head = source.read(2)
+    if head == _GZIP_MAGIC:
+        return _gunzip(_Prefixed(head, source), name, max_bytes)
+    buf = bytearray(head)
+    while chunk := source.read(_CHUNK):
+        if len(buf) + len(chunk) > max_bytes:
+            raise TraceError(limit_msg)
+        buf += chunk
+    return buf
+
+
+class _Prefixed(io.RawIOBase):
+    """A stream whose first bytes were already read (to sniff the gzip magic)."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self._head = head
+        self._rest = rest
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head:
+            head, self._head = self._head, b""
+            return head
+        return self._rest.read(size)
+
+
+def _gunzip(f: io.RawIOBase | BinaryIO, name: str, max_bytes: int) -> bytearray:
+    """Inflate a (possibly multi-member) gzip stream in bounded pieces with a running limit."""
+    out = bytearray()
+    compressed = 0
+    d = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    pending = b""
+    try:
+        while True:
+            if not pending:
+                pending = f.read(_CHUNK)
+                if not pending:
+                    break
+                compressed += len(pending)
+                if compressed > max_bytes:
+                    raise TraceError(f"{name}: larger than the limit of {max_bytes:,} bytes")
+            if d.eof:
+                if not pending.strip(b"\x00"):  # gzip files may be padded with zero bytes
+                    pending = b""
+                    continue
+                d = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # another gzip member
+            out += d.decompress(pending, _CHUNK)
+            if len(out) > max_bytes:
+                raise TraceError(
+                    f"{name}: decompresses to more than the limit of {max_bytes:,} bytes"
+                )
+            pending = d.unused_data + d.unconsumed_tail if d.eof else d.unconsumed_tail
+        if not d.eof:
+            out += d.flush()  # at most one window of output can still be buffered
+    except zlib.error as e:
+        raise TraceError(f"{name}: corrupt gzip stream ({e})") from None
+    if not d.eof:
+        raise TraceError(f"{name}: truncated gzip stream")
+    return out
+
+
+_WHITESPACE = b" \t\r\n"
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _decode(data: bytes | bytearray, name: str, counts: _Counts) -> tuple[list[_Event], bool]:
+    """Decode the events of the array or object form (the only full pass over the JSON)."""
+    n = len(data)
+    first = 0
+    if data[:3] == _UTF8_BOM:
+        first = 3
+    while first < n and data[first] in _WHITESPACE:
+        first += 1
+        if first > 4096:  # a pathological amount of leading whitespace: let C do it
+            first = n - len(data.lstrip(_WHITESPACE))
+            break
+    if first >= n:
+        raise TraceError(f"{name}: empty file")
+    lead = data[first]
+    if lead not in b"[{":
+        raise TraceError(
+            f"{name}: not a JSON trace: unexpected character {chr(lead)!r} at byte {first} "
+            f"(a trace starts with '[' or '{{')"
+        )
+    last = n - 1
+    while data[last] in _WHITESPACE:
+        last -= 1
+    repaired = lead == ord("[") and data[last] != ord("]") and data[last] in b",}"
+    if repaired:
+        # Unterminated array (Chrome killed while writing --trace-startup output).
+        if not isinstance(data, bytearray):
+            data = bytearray(data)
+        if data[last] == ord(","):
+            data[last] = ord("]")
+        else:
+            data[last + 1 : last + 1] = b"]"
+        counts.notes.append(
+            "the event array had no closing ']' (Chrome stopped while writing?): closed it"
+        )
+    # msgspec.Raw values keep a view of the buffer, so the view is never released here.
+    view = memoryview(data)[first:] if first else data
+    try:
+        try:
+            return _decode_events(view, lead, any_id=False), True
+        except msgspec.ValidationError as e:
+            if not _is_string_id(str(e)):
+                raise
+        return _decode_events(view, lead, any_id=True), False
+    except msgspec.ValidationError as e:
+        msg = str(e)
+        if "missing required field `traceEvents`" in msg:
+            raise TraceError(f"{name}: not a trace: the JSON object has no 'traceEvents'") from None
+        raise TraceError(f"{name}: not a trace: {msg}") from None
+    except msgspec.DecodeError as e:
+        msg = str(e)
+        closer = ord("]") if lead == ord("[") else ord("}")
+        if repaired or ("truncated" in msg and data[last] != closer):
+            raise TraceError(
+                f"{name}: truncated JSON (the input ends at byte {n} inside an unfinished value)"
+            ) from None
+        raise TraceError(f"{name}: not valid JSON: {msg}") from None
+
+
+def _decode_events(view: bytes | bytearray | memoryview, lead: int, any_id: bool) -> list:
+    decoded = _DECODERS[(lead, any_id)].decode(view)
+    return decoded if lead == ord("[") else decoded.traceEvents
+
+
+def _is_string_id(message: str) -> bool:
+    """Whether a validation error is a pid or tid given as a string (valid, but rare)."""
+    return message.startswith("Expected `int`, got `str`") and (
+        message.endswith(".pid`") or message.endswith(".tid`")
+    )
+
+
+def _metadata(
+    events: list[_Event], m_idx: np.ndarray
+) -> tuple[dict[int | str, str], dict[tuple[int | str, int | str], str]]:
+    """process_name by pid and thread_name by (pid, tid), from the M events."""
+    procs: dict[int | str, str] = {}
+    threads: dict[tuple[int | str, int | str], str] = {}
+    for i in m_idx.tolist():
+        ev = events[i]
+        if ev.name not in ("process_name", "thread_name"):
+            continue
+        try:
+            args = msgspec.json.decode(ev.args)
+        except msgspec.DecodeError:  # pragma: no cover - Raw always holds valid JSON
+            continue
+        label = args.get("name") if isinstance(args, dict) else None
+        if not isinstance(label, str):
+            continue
+        if ev.name == "process_name":
+            procs[ev.pid] = label
+        else:
+            threads[(ev.pid, ev.tid)] = label
+    return procs, threads
+
+
+def _clip_with_stack(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, int]:
+    """Nest one thread's pre-ordered slices with a stack, clipping children to parents."""
+    starts = s.tolist()
+    ends = e.tolist()
+    stack: list[int] = []
+    clipped = 0
+    for i, si in enumerate(starts):
+        while stack and ends[stack[-1]] <= si:
+            stack.pop()
+        if stack and ends[i] > ends[stack[-1]]:
+            ends[i] = ends[stack[-1]]
+            clipped += 1
+        stack.append(i)
+    return np.array(ends, dtype=np.float64), clipped
+
+
+def _shorten(name: str, counts: _Counts) -> str:
+    if len(name) <= MAX_NAME_CHARS:
+        return name
+    counts.shortened_names += 1
+    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass"), usedforsecurity=False)
+    return name[:MAX_NAME_CHARS] + "…" + digest.hexdigest()[:8]
