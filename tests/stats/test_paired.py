@@ -1,0 +1,284 @@
+"""Paired A/B statistics (deviations.stats.paired) against independent implementations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from deviations.stats.paired import (
+    AAFloor,
+    PairedResult,
+    aa_floor,
+    bonferroni_confidence,
+    bootstrap_mean_ci,
+    classify,
+    exceeds_floor,
+    holm,
+    paired_ci,
+    result_line,
+    sign_test,
+    welch_ci,
+)
+
+
+def _interleaved(n=30, effect=1.0, seed=0):
+    """Slices sharing a noise term, as in seed 002's interleaved protocol."""
+    rng = np.random.default_rng(seed)
+    shared = rng.normal(0, 0.6, n)
+    a = 12.4 + shared + rng.normal(0, 0.1, n)
+    b = 12.4 - effect + shared + rng.normal(0, 0.1, n)
+    return a, b
+
+
+@pytest.mark.parametrize(("n", "confidence"), [(15, 0.95), (30, 0.9), (60, 0.99)])
+def test_bootstrap_matches_scipy_percentile_bootstrap(n, confidence):
+    a, b = _interleaved(n, seed=n)
+    ours = paired_ci(a, b, confidence=confidence, resamples=20_000, seed=1)
+    ref = stats.bootstrap(
+        (a - b,),
+        np.mean,
+        confidence_level=confidence,
+        n_resamples=50_000,
+        method="percentile",
+        rng=np.random.default_rng(2),
+    ).confidence_interval
+    width = ref.high - ref.low
+    # Monte Carlo error of a 2.5 % quantile of 20,000 resamples is ~0.7 % of the width
+    assert ours.lo == pytest.approx(ref.low, abs=0.04 * width)
+    assert ours.hi == pytest.approx(ref.high, abs=0.04 * width)
+    assert ours.mean_diff == pytest.approx(np.mean(a - b), rel=1e-12)
+    assert ours.n == n
+    assert ours.confidence == confidence
+
+
+def test_sign_test_is_exact_binomial_with_ties_dropped():
+    d = np.array([1.0, 2.0, 0.5, 0.0, -1.0, 0.0, 3.0])
+    res = sign_test(d)
+    assert (res.n_positive, res.n_negative, res.n_ties) == (4, 1, 2)
+    # 4 of 5 non-tied positive: P = 2 * (C(5,4) + C(5,5)) / 2^5 = 2 * 6 / 32 = 0.375
+    assert res.p_value == pytest.approx(0.375, rel=1e-12)
+    assert res.p_value == pytest.approx(stats.binomtest(4, 5, 0.5).pvalue, rel=1e-12)
+    assert sign_test([0.0, 0.0]).p_value == 1.0
+    a, b = _interleaved(25)
+    r = paired_ci(a, b)
+    k = int(np.sum(a - b > 0))
+    assert r.sign_p == pytest.approx(stats.binomtest(k, 25).pvalue)
+
+
+def test_paired_ci_is_reproducible_and_detects_the_effect():
+    a, b = _interleaved(30, effect=1.0)
+    r1 = paired_ci(a, b)
+    r2 = paired_ci(a, b)
+    assert r1 == r2
+    assert 0.8 < r1.lo < r1.mean_diff < r1.hi < 1.2
+    assert r1.sign_p < 1e-6
+    assert not r1.contains_zero
+    assert paired_ci(a, b, seed=5) != r1
+
+
+def test_bonferroni_widening():
+    assert bonferroni_confidence(0.95, 3) == pytest.approx(1 - 0.05 / 3)
+    a, b = _interleaved(30, effect=0.2)
+    one = paired_ci(a, b)
+    three = paired_ci(a, b, comparisons=3)
+    assert three.confidence == pytest.approx(0.98333333333)
+    assert three.lo < one.lo
+    assert three.hi > one.hi
+    with pytest.raises(ValueError, match="positive integer"):
+        bonferroni_confidence(0.95, 0)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "message"),
+    [
+        ([1.0, 2.0, 3.0], [1.0, 2.0], "differ in length"),
+        ([1.0], [2.0], "at least 2"),
+        ([1.0, np.nan], [1.0, 2.0], "finite"),
+        ([[1.0, 2.0]], [[1.0, 2.0]], "one-dimensional"),
+    ],
+)
+def test_paired_ci_rejects_bad_input(a, b, message):
+    with pytest.raises(ValueError, match=message):
+        paired_ci(a, b)
+
+
+def test_paired_ci_rejects_bad_settings():
+    a, b = _interleaved(10)
+    with pytest.raises(ValueError, match="confidence"):
+        paired_ci(a, b, confidence=1.0)
+    with pytest.raises(ValueError, match="resamples"):
+        paired_ci(a, b, resamples=10)
+
+
+# --- hypothesis properties ------------------------------------------------------------
+
+values = arrays(
+    np.float64,
+    st.integers(5, 60),
+    elements=st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(values)
+def test_ci_contains_the_mean_difference(d):
+    r = paired_ci(d, np.zeros_like(d), resamples=2_000)
+    tol = 1e-9 * (1.0 + np.max(np.abs(d)))
+    assert r.lo - tol <= r.mean_diff <= r.hi + tol
+
+
+@settings(max_examples=60, deadline=None)
+@given(values, st.integers(0, 2**32 - 1))
+def test_swapping_a_and_b_negates_the_ci(a, seed):
+    b = np.roll(a, 1) * 0.5
+    d = a - b
+    # exact mirror unless some difference v != 0 also occurs as -v (see bootstrap_mean_ci)
+    assume(not np.intersect1d(d[d != 0], -d[d != 0]).size)
+    ab = paired_ci(a, b, resamples=2_000, seed=seed)
+    ba = paired_ci(b, a, resamples=2_000, seed=seed)
+    tol = 1e-9 * (1.0 + np.max(np.abs(a)))
+    assert ba.mean_diff == pytest.approx(-ab.mean_diff, abs=tol)
+    assert ba.lo == pytest.approx(-ab.hi, abs=tol)
+    assert ba.hi == pytest.approx(-ab.lo, abs=tol)
+    assert ba.sign_p == pytest.approx(ab.sign_p)
+
+
+@settings(max_examples=60, deadline=None)
+@given(values, st.randoms(use_true_random=False))
+def test_invariant_to_slice_order(a, rnd):
+    b = np.sqrt(np.abs(a))
+    perm = np.array(rnd.sample(range(a.size), a.size))
+    r = paired_ci(a, b, resamples=2_000)
+    p = paired_ci(a[perm], b[perm], resamples=2_000)
+    assert p == r
+
+
+# statsmodels' multipletests takes ~70 ms a call here: few examples, plus the edge cases
+@settings(max_examples=20, deadline=None)
+@example(np.array([0.01, 0.01, 0.04, 1.0, 0.0]))
+@example(np.array([0.5]))
+@given(arrays(np.float64, st.integers(1, 30), elements=st.floats(0, 1)))
+def test_holm_matches_statsmodels(p):
+    ours = holm(p, alpha=0.05)
+    reject, adjusted, _, _ = multipletests(p, alpha=0.05, method="holm")
+    np.testing.assert_allclose(ours.adjusted, adjusted, rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(ours.reject, reject)
+    assert np.all(ours.adjusted >= p)
+
+
+def test_holm_hand_example_and_errors():
+    # sorted p: .01, .02, .03, .5 with m = 4: 4*.01=.04, 3*.02=.06, 2*.03=.06, 1*.5=.5
+    r = holm([0.03, 0.5, 0.01, 0.02])
+    np.testing.assert_allclose(r.adjusted, [0.06, 0.5, 0.04, 0.06])
+    assert r.reject.tolist() == [False, False, True, False]
+    with pytest.raises(ValueError, match="NaN"):
+        holm([0.1, np.nan])
+    with pytest.raises(ValueError, match="non-empty"):
+        holm([])
+
+
+# --- Welch ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("na", "nb", "confidence"), [(10, 25, 0.95), (40, 7, 0.9), (3, 3, 0.99)])
+def test_welch_matches_scipy(na, nb, confidence):
+    rng = np.random.default_rng(na * nb)
+    a = rng.normal(10, 1, na)
+    b = rng.normal(9.5, 3, nb)
+    ours = welch_ci(a, b, confidence)
+    ref = stats.ttest_ind(a, b, equal_var=False)
+    ci = ref.confidence_interval(confidence_level=confidence)
+    assert ours.lo == pytest.approx(ci.low, rel=1e-10)
+    assert ours.hi == pytest.approx(ci.high, rel=1e-10)
+    assert ours.df == pytest.approx(ref.df, rel=1e-10)
+    assert ours.diff == pytest.approx(a.mean() - b.mean())
+
+
+def test_welch_widening_and_errors():
+    rng = np.random.default_rng(9)
+    a, b = rng.normal(0, 1, 20), rng.normal(0, 1, 20)
+    wide = welch_ci(a, b, comparisons=2)
+    ref = stats.ttest_ind(a, b, equal_var=False).confidence_interval(confidence_level=0.975)
+    assert (wide.lo, wide.hi) == pytest.approx((ref.low, ref.high), rel=1e-10)
+    with pytest.raises(ValueError, match="constant"):
+        welch_ci([1.0, 1.0], [2.0, 2.0])
+
+
+# --- A/A floor and the result line ---------------------------------------------------
+
+
+def _result(mean, lo, hi, n=15, confidence=0.95):
+    return PairedResult(mean, lo, hi, confidence, 0.001, n, n, 0, 0, 10_000, 0)
+
+
+def test_aa_floor_is_the_largest_bound_of_the_aa_ci():
+    floor = aa_floor(_result(0.01, -0.05, 0.07))
+    assert floor.floor == pytest.approx(0.07)
+    assert not floor.biased
+    biased = aa_floor(_result(0.47, 0.40, 0.55))
+    assert biased.floor == pytest.approx(0.55)
+    assert biased.biased
+    rng = np.random.default_rng(11)
+    d = rng.normal(0, 0.1, 30)
+    f = aa_floor(d)
+    r = paired_ci(d, np.zeros(30))
+    assert f.floor == pytest.approx(max(abs(r.lo), abs(r.hi)))
+    assert isinstance(f, AAFloor)
+    assert f.n == 30
+
+
+def test_seed_002_result_line():
+    line = result_line(_result(0.93, 0.85, 1.01), metric="p99", unit="ms", floor=0.07)
+    assert (
+        line
+        == "B is 0.93 ms faster at p99 (95% CI [+0.85, +1.01]; A/A floor ±0.07; n=15 slice pairs)"
+    )
+
+
+def test_result_line_wording_rules():
+    assert result_line(_result(0.01, -0.05, 0.07), floor=0.07) == (
+        "no detectable difference at p99 (95% CI [-0.05, +0.07]; A/A floor ±0.07; n=15 slice pairs)"
+    )
+    assert result_line(_result(0.05, 0.03, 0.08), floor=0.07).startswith(
+        "no detectable difference at p99 beyond the A/A floor (95% CI [+0.03, +0.08]"
+    )
+    # seed 002: an effect only 2x the floor is "a tentative result"
+    assert result_line(_result(1.0, 0.9, 1.1), floor=0.5).startswith(
+        "B is tentatively 1.00 ms faster at p99"
+    )
+    slower = result_line(_result(-0.93, -1.01, -0.85), floor=aa_floor(_result(0, -0.05, 0.07)))
+    assert slower.startswith("B is 0.93 ms slower at p99 (95% CI [-1.01, -0.85]; A/A floor ±0.07")
+    assert "A/A floor not measured" in result_line(_result(0.93, 0.85, 1.01))
+    wide = result_line(_result(0.93, 0.8, 1.05, confidence=bonferroni_confidence(0.95, 3)))
+    assert "(98.33% CI" in wide
+    throughput = result_line(
+        _result(-2.0, -2.5, -1.5, n=1), metric="throughput", unit="%", lower_is_better=False
+    )
+    assert throughput.startswith("B is 2.00% faster at throughput")
+    assert "n=1 slice pair)" in throughput
+
+
+def test_classify_and_exceeds_floor():
+    assert classify(_result(0.93, 0.85, 1.01), 0.07) == "faster"
+    assert classify(_result(-0.93, -1.01, -0.85), 0.07) == "slower"
+    assert classify(_result(0.93, 0.85, 1.01), 0.07, lower_is_better=False) == "slower"
+    assert classify(_result(0.0, -0.1, 0.1), 0.07) == "no difference"
+    assert classify(_result(0.05, 0.03, 0.08), 0.07) == "within floor"
+    assert exceeds_floor(_result(0.93, 0.85, 1.01), 0.07)
+    assert not exceeds_floor(_result(0.05, 0.03, 0.08), 0.07)
+    with pytest.raises(ValueError, match="floor"):
+        exceeds_floor(_result(0.93, 0.85, 1.01), -1.0)
+
+
+def test_bootstrap_mean_ci_is_one_vectorised_draw():
+    x = np.arange(10.0)
+    lo, hi = bootstrap_mean_ci(x, resamples=1000, seed=3)
+    rng = np.random.default_rng(3)
+    idx = rng.integers(0, 10, size=(1000, 10))
+    means = x[idx].mean(axis=1)  # x is already in canonical order (|x|, then x)
+    assert (lo, hi) == tuple(np.percentile(means, [2.5, 97.5]))
