@@ -75,7 +75,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from itertools import count, repeat
 from operator import attrgetter
-from typing import BinaryIO
+from typing import Any, BinaryIO, ClassVar, Union
 
 import msgspec
 import numpy as np
@@ -168,38 +168,94 @@ class FunctionTimes:
     summary: ParseSummary
 
 
-class _Event(msgspec.Struct, gc=False):
-    """The fields the parser reads; the decoder skips every other key without building it."""
+class _Args(msgspec.Struct, gc=False):
+    name: Any = None
 
-    ph: str = ""
+
+class _Slice(msgspec.Struct, gc=False, tag_field="ph"):
+    """Fast path: a union tagged by "ph", so each kind of event carries only the fields the
+    parser reads (args only on M events); the decoder skips every other key without
+    building it. What a kind does not carry is a class attribute, so that one attrgetter
+    serves every kind."""
+
     name: str = ""
     pid: int = 0
     tid: int = 0
     ts: float = _NAN
+    dur: ClassVar[float] = _NAN
+    args: ClassVar[None] = None
+
+
+class _Begin(_Slice, tag="B"):
+    pass
+
+
+class _End(_Slice, tag="E"):
+    pass
+
+
+class _Complete(_Slice, tag="X"):
     dur: float = _NAN
-    args: msgspec.Raw = _NO_ARGS
 
 
-class _EventAnyId(_Event, gc=False):
-    """The same, for the rare traces with string pids or tids (decoded again if so)."""
+class _Meta(msgspec.Struct, gc=False, tag_field="ph", tag="M"):
+    name: str = ""
+    pid: int = 0
+    tid: int = 0
+    args: _Args | None = None
+    ts: ClassVar[float] = _NAN
+    dur: ClassVar[float] = _NAN
 
+
+class _Ignored(msgspec.Struct, gc=False, tag_field="ph"):
+    """Events of the phases the parser only counts: nothing is kept but their kind."""
+
+    name: ClassVar[str] = ""
+    pid: ClassVar[int] = 0
+    tid: ClassVar[int] = 0
+    ts: ClassVar[float] = _NAN
+    dur: ClassVar[float] = _NAN
+    args: ClassVar[None] = None
+
+
+_IGNORED_KINDS = tuple(
+    msgspec.defstruct(f"_Phase{i}", [], bases=(_Ignored,), tag=ph, tag_field="ph")
+    for i, ph in enumerate(_PHASES[5:])
+)
+_KIND_CODE = {
+    kind: _PH_INDEX[ph]
+    for kind, ph in [(_Begin, "B"), (_End, "E"), (_Complete, "X"), (_Meta, "M")]
+    + list(zip(_IGNORED_KINDS, _PHASES[5:], strict=True))
+}
+_Tagged = _Begin | _End | _Complete | _Meta | Union[_IGNORED_KINDS]  # noqa: UP007
+
+
+class _TaggedTrace(msgspec.Struct, gc=False):
+    traceEvents: list[_Tagged]  # type: ignore[valid-type]  # noqa: N815 (the format's key)
+
+
+class _Event(msgspec.Struct, gc=False):
+    """Slow path, for traces the tagged union refuses (an unknown or missing "ph", string
+    pids or tids), and to report what is wrong with those that are not traces."""
+
+    ph: str = ""
+    name: str = ""
     pid: int | str = 0
     tid: int | str = 0
+    ts: float = _NAN
+    dur: float = _NAN
+    args: msgspec.Raw = _NO_ARGS
 
 
 class _ObjectTrace(msgspec.Struct, gc=False):
     traceEvents: list[_Event]  # noqa: N815 (the format's key)
 
 
-class _ObjectTraceAnyId(msgspec.Struct, gc=False):
-    traceEvents: list[_EventAnyId]  # noqa: N815
-
-
 _DECODERS = {
+    (ord("["), True): msgspec.json.Decoder(list[_Tagged]),  # type: ignore[valid-type]
+    (ord("{"), True): msgspec.json.Decoder(_TaggedTrace),
     (ord("["), False): msgspec.json.Decoder(list[_Event]),
     (ord("{"), False): msgspec.json.Decoder(_ObjectTrace),
-    (ord("["), True): msgspec.json.Decoder(list[_EventAnyId]),
-    (ord("{"), True): msgspec.json.Decoder(_ObjectTraceAnyId),
 }
 _get_ph = attrgetter("ph")
 _get_name = attrgetter("name")
@@ -256,14 +312,19 @@ def _parse(
 ) -> FunctionTimes:
     counts = _Counts()
     data = _read(source, name, max_bytes)
-    events, int_ids = _decode(data, name, counts)
-    del data  # msgspec.Raw args keep the buffer alive until the events are freed
+    events, tagged = _decode(data, name, counts)
+    del data  # freed now on the fast path (the slow path's msgspec.Raw args keep it alive)
     n = len(events)
     if n == 0:
         raise TraceError(f"{name}: the trace contains no events")
 
     # Columns, one C-level pass each; then the decoded objects are freed.
-    code = np.fromiter(map(_PH_INDEX.get, map(_get_ph, events), repeat(_UNKNOWN_PH)), np.uint8, n)
+    if tagged:
+        code = np.fromiter(map(_KIND_CODE.__getitem__, map(type, events)), np.uint8, n)
+    else:
+        code = np.fromiter(
+            map(_PH_INDEX.get, map(_get_ph, events), repeat(_UNKNOWN_PH)), np.uint8, n
+        )
     per_phase = np.bincount(code, minlength=_UNKNOWN_PH + 1)
     if per_phase[_NO_PH] == n:
         raise TraceError(
@@ -278,7 +339,7 @@ def _parse(
     ignored = dict(sorted(ignored.items()))
 
     proc_names, thread_names = _metadata(events, np.flatnonzero(code == _M))
-    thread_of, thread_keys = _thread_columns(events, int_ids)
+    thread_of, thread_keys = _thread_columns(events, tagged)
     ts = np.fromiter(map(_get_ts, events), np.float64, n)
     dur = np.fromiter(map(_get_dur, events), np.float64, n)
     # Names: setdefault keeps each name's first position; dict order is the order of first
@@ -382,7 +443,7 @@ _KEY_BITS = 31
 
 
 def _thread_columns(
-    events: list[_Event], int_ids: bool
+    events: list[Any], int_ids: bool
 ) -> tuple[np.ndarray, list[tuple[int | str, int | str]]]:
     """Each event's thread index, and the distinct (pid, tid) threads."""
     n = len(events)
@@ -450,7 +511,10 @@ def _select_threads(
             if len(named) > _THREADS_SHOWN:
                 shown += f" and {len(named) - _THREADS_SHOWN} more"
         else:
-            shown = f"{len(thread_keys)} unnamed (no thread_name metadata)"
+            shown = (
+                f"{int(active.sum())} unnamed thread(s) with duration events "
+                "(no thread_name metadata)"
+            )
         raise TraceError(
             f"{name}: no thread named {thread_name} in a process named {process_name}; "
             f"threads seen: {shown}"
@@ -813,7 +877,7 @@ _WHITESPACE = b" \t\r\n"
 _UTF8_BOM = b"\xef\xbb\xbf"
 
 
-def _decode(data: bytes | bytearray, name: str, counts: _Counts) -> tuple[list[_Event], bool]:
+def _decode(data: bytes | bytearray, name: str, counts: _Counts) -> tuple[list[Any], bool]:
     """Decode the events of the array or object form (the only full pass over the JSON)."""
     n = len(data)
     first = 0
@@ -851,11 +915,10 @@ def _decode(data: bytes | bytearray, name: str, counts: _Counts) -> tuple[list[_
     view = memoryview(data)[first:] if first else data
     try:
         try:
-            return _decode_events(view, lead, any_id=False), True
-        except msgspec.ValidationError as e:
-            if not _is_string_id(str(e)):
-                raise
-        return _decode_events(view, lead, any_id=True), False
+            return _decode_events(view, lead, tagged=True), True
+        except msgspec.ValidationError:
+            pass
+        return _decode_events(view, lead, tagged=False), False
     except msgspec.ValidationError as e:
         msg = str(e)
         if "missing required field `traceEvents`" in msg:
@@ -871,20 +934,13 @@ def _decode(data: bytes | bytearray, name: str, counts: _Counts) -> tuple[list[_
         raise TraceError(f"{name}: not valid JSON: {msg}") from None
 
 
-def _decode_events(view: bytes | bytearray | memoryview, lead: int, any_id: bool) -> list:
-    decoded = _DECODERS[(lead, any_id)].decode(view)
+def _decode_events(view: bytes | bytearray | memoryview, lead: int, tagged: bool) -> list:
+    decoded = _DECODERS[(lead, tagged)].decode(view)
     return decoded if lead == ord("[") else decoded.traceEvents
 
 
-def _is_string_id(message: str) -> bool:
-    """Whether a validation error is a pid or tid given as a string (valid, but rare)."""
-    return message.startswith("Expected `int`, got `str`") and (
-        message.endswith(".pid`") or message.endswith(".tid`")
-    )
-
-
 def _metadata(
-    events: list[_Event], m_idx: np.ndarray
+    events: list[Any], m_idx: np.ndarray
 ) -> tuple[dict[int | str, str], dict[tuple[int | str, int | str], str]]:
     """process_name by pid and thread_name by (pid, tid), from the M events."""
     procs: dict[int | str, str] = {}
@@ -893,11 +949,12 @@ def _metadata(
         ev = events[i]
         if ev.name not in ("process_name", "thread_name"):
             continue
-        try:
-            args = msgspec.json.decode(ev.args)
-        except msgspec.DecodeError:  # pragma: no cover - Raw always holds valid JSON
-            continue
-        label = args.get("name") if isinstance(args, dict) else None
+        args = ev.args
+        if isinstance(args, msgspec.Raw):
+            args = msgspec.json.decode(args)
+            label = args.get("name") if isinstance(args, dict) else None
+        else:
+            label = args.name if args is not None else None
         if not isinstance(label, str):
             continue
         if ev.name == "process_name":
