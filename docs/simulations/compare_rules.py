@@ -1,0 +1,278 @@
+"""Simulation behind docs/statistics-compare.md: the paper rule against the recommended rule.
+
+Run from the repository root::
+
+    .venv/bin/python docs/simulations/compare_rules.py            # full tables
+    .venv/bin/python docs/simulations/compare_rules.py --quick    # smaller, faster
+
+It prints two markdown tables: detection / false-alarm rates of both rules per
+distribution and runs per release, and the coverage of Olive's median interval.
+Everything is seeded; the same command prints the same numbers.
+
+Design (one matrix per distribution and number of runs, as a dashboard holds one
+series): ``functions`` functions × ``releases`` releases × ``runs`` runs. Half the
+functions are stable. The other half get one planted step at a random boundary,
+by a factor drawn log-uniformly in [1.6, 3], up or down with equal probability;
+half of those also step back by the same factor ``back_after`` releases later
+(a digression). Planted boundaries are at least ``window`` releases from the ends
+so every planted step is seen by full windows (the last boundaries of a real
+series are provisional, see the doc).
+
+Noise models, each a multiplicative factor on a per-function level (the level is
+drawn log-uniformly in [50 µs, 5 ms], except for the quantised model):
+
+* ``lognormal``: exp(N(0, 0.3²)), right-skewed;
+* ``bimodal``: 65% of runs near 1, 35% near 1.8 (each exp(N(0, 0.08²))), two
+  populations as in seed 003 Fig. 3;
+* ``quantised``: level 3-8 µs, lognormal noise, rounded to whole microseconds
+  (Chromium's trace clock granularity, seed 003 §III.C);
+* ``contaminated``: exp(N(0, 0.15²)) with 10% of runs multiplied by U(2, 10)
+  (a descheduled thread, a cache flush).
+
+Counting: a planted step is *found* when its boundary gets a regression (step up)
+or improvement (step down) verdict; *false flags* are regression/improvement
+verdicts on stable functions per boundary; *misplaced* flags are
+regression/improvement verdicts on step functions at boundaries without a step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from deviations.stats.compare import (  # noqa: E402 - after the path set-up above
+    IMPROVEMENT,
+    REGRESSION,
+    compare_matrix,
+)
+from deviations.stats.intervals import median_ci_array  # noqa: E402
+
+Generator = np.random.Generator
+Noise = Callable[[Generator, tuple[int, ...], np.ndarray], np.ndarray]
+
+
+def _lognormal(rng: Generator, shape: tuple[int, ...], level: np.ndarray) -> np.ndarray:
+    return level * np.exp(rng.normal(0.0, 0.3, shape))
+
+
+def _bimodal(rng: Generator, shape: tuple[int, ...], level: np.ndarray) -> np.ndarray:
+    mode = np.where(rng.random(shape) < 0.35, 1.8, 1.0)
+    return level * mode * np.exp(rng.normal(0.0, 0.08, shape))
+
+
+def _quantised(rng: Generator, shape: tuple[int, ...], level: np.ndarray) -> np.ndarray:
+    return np.round(level * np.exp(rng.normal(0.0, 0.3, shape)))
+
+
+def _contaminated(rng: Generator, shape: tuple[int, ...], level: np.ndarray) -> np.ndarray:
+    base = np.exp(rng.normal(0.0, 0.15, shape))
+    outlier = np.where(rng.random(shape) < 0.10, rng.uniform(2.0, 10.0, shape), 1.0)
+    return level * base * outlier
+
+
+NOISES: dict[str, Noise] = {
+    "lognormal": _lognormal,
+    "bimodal": _bimodal,
+    "quantised": _quantised,
+    "contaminated": _contaminated,
+}
+
+
+@dataclass(frozen=True)
+class Series:
+    """Simulated matrix with its ground truth."""
+
+    samples: np.ndarray  # (functions, releases, runs)
+    step: np.ndarray  # (functions, releases - 1): +1 step up, -1 step down, 0 none
+    stable: np.ndarray  # (functions,) bool
+
+
+def simulate(
+    noise: str,
+    runs: int,
+    *,
+    functions: int = 400,
+    releases: int = 30,
+    window: int = 3,
+    back_after: int = 8,
+    seed: int = 0,
+) -> Series:
+    """One seeded functions × releases × runs matrix with planted steps."""
+    rng = np.random.default_rng(seed)
+    pairs = releases - 1
+    if noise == "quantised":
+        base = rng.uniform(3.0, 8.0, functions)
+    else:
+        base = np.exp(rng.uniform(np.log(50.0), np.log(5000.0), functions))
+    log_level = np.tile(np.log(base)[:, None], (1, releases))
+    step = np.zeros((functions, pairs), dtype=np.int64)
+    stable = np.ones(functions, dtype=bool)
+    for f in range(functions // 2, functions):
+        stable[f] = False
+        size = np.exp(rng.uniform(np.log(1.6), np.log(3.0)))  # log-uniform in [1.6, 3]
+        sign = 1 if rng.random() < 0.5 else -1
+        digress = rng.random() < 0.5
+        last = pairs - window - (back_after if digress else 0)
+        k = int(rng.integers(window - 1, last + 1))
+        log_level[f, k + 1 :] += sign * np.log(size)
+        step[f, k] = sign
+        if digress:
+            j = k + back_after
+            log_level[f, j + 1 :] -= sign * np.log(size)
+            step[f, j] = -sign
+    level = np.exp(log_level)[:, :, None]
+    samples = NOISES[noise](rng, (functions, releases, runs), level)
+    return Series(samples=samples.astype(np.float64), step=step, stable=stable)
+
+
+@dataclass(frozen=True)
+class Rates:
+    found: float
+    false_flags: float
+    misplaced: float
+    steps: int
+
+
+def score(series: Series, verdict: np.ndarray) -> Rates:
+    """Detection and false-alarm rates of one verdict matrix."""
+    flagged = (verdict == REGRESSION) | (verdict == IMPROVEMENT)
+    correct = ((series.step > 0) & (verdict == REGRESSION)) | (
+        (series.step < 0) & (verdict == IMPROVEMENT)
+    )
+    planted = series.step != 0
+    stable_rows = flagged[series.stable]
+    moving = ~series.stable
+    misplaced = flagged[moving] & ~planted[moving]
+    return Rates(
+        found=float(correct[planted].mean()),
+        false_flags=float(stable_rows.mean()),
+        misplaced=float(misplaced.sum() / max((~planted[moving]).sum(), 1)),
+        steps=int(planted.sum()),
+    )
+
+
+def rule_table(runs_list: tuple[int, ...], functions: int, seed: int) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for noise_i, noise in enumerate(NOISES):
+        for runs in runs_list:
+            series = simulate(noise, runs, functions=functions, seed=seed + 100 * noise_i + runs)
+            row: dict[str, object] = {"noise": noise, "runs": runs}
+            for rule in ("paper", "recommended"):
+                for estimator in ("median", "mean") if rule == "paper" else ("median",):
+                    m = compare_matrix(series.samples, rule=rule, estimator=estimator)
+                    row[f"{rule}/{estimator}"] = score(series, m.verdict)
+            rows.append(row)
+    return rows
+
+
+def latest_pair_table(
+    runs_list: tuple[int, ...], functions: int, seed: int, releases: int = 30
+) -> list[dict[str, object]]:
+    """Detection of a step at the newest boundary, where the right window is one release."""
+    rows: list[dict[str, object]] = []
+    for noise_i, noise in enumerate(NOISES):
+        for runs in runs_list:
+            rng = np.random.default_rng(seed + 7 + 100 * noise_i + runs)
+            series = simulate(noise, runs, functions=functions, releases=releases, seed=seed)
+            # Re-plant: stable history, then one step at the last boundary for half the rows.
+            level = np.median(series.samples[:, :1, :], axis=2, keepdims=True)
+            noise_only = NOISES[noise](rng, series.samples.shape, np.ones_like(level))
+            if noise == "quantised":
+                noise_only = NOISES[noise](rng, series.samples.shape, np.full_like(level, 5.0))
+                level = np.ones_like(level)
+            factor = np.ones((functions, releases, 1))
+            moving = np.arange(functions) >= functions // 2
+            size = np.exp(rng.uniform(np.log(1.6), np.log(3.0), functions))
+            sign = np.where(rng.random(functions) < 0.5, 1.0, -1.0)
+            factor[moving, -1, 0] = size[moving] ** sign[moving]
+            samples = level * noise_only * factor
+            if noise == "quantised":
+                samples = np.round(samples)
+            step = np.zeros((functions, releases - 1), dtype=np.int64)
+            step[moving, -1] = sign[moving].astype(np.int64)
+            latest = Series(samples=samples, step=step, stable=~moving)
+            row: dict[str, object] = {"noise": noise, "runs": runs}
+            for rule in ("paper", "recommended"):
+                row[rule] = score(latest, compare_matrix(samples, rule=rule).verdict)
+            rows.append(row)
+    return rows
+
+
+def true_median(noise: str, rng: Generator, draws: int = 2_000_000) -> float:
+    """Median of the noise model at level 1 (level 5 for the quantised model)."""
+    level = np.array(5.0 if noise == "quantised" else 1.0)
+    return float(np.median(NOISES[noise](rng, (draws,), level)))
+
+
+def coverage_table(
+    sizes: tuple[int, ...], reps: int, seed: int, confidence: float = 0.95
+) -> dict[tuple[str, int], float]:
+    """Share of Olive intervals that contain the noise model's true median."""
+    rng = np.random.default_rng(seed)
+    out: dict[tuple[str, int], float] = {}
+    for noise in NOISES:
+        truth = true_median(noise, rng)
+        level = np.array(5.0 if noise == "quantised" else 1.0)
+        for n in sizes:
+            ci = median_ci_array(NOISES[noise](rng, (reps, n), level), confidence)
+            out[(noise, n)] = float(np.mean((ci.lo <= truth) & (truth <= ci.hi)))
+    return out
+
+
+def _fmt(r: Rates) -> str:
+    return f"{100 * r.found:.0f}% / {100 * r.false_flags:.2f}% / {100 * r.misplaced:.2f}%"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer functions and replicates")
+    parser.add_argument("--seed", type=int, default=2017)
+    args = parser.parse_args(argv)
+    functions = 200 if args.quick else 1000
+    reps = 4000 if args.quick else 20000
+    rows = rule_table((5, 10), functions, args.seed)
+    print(
+        f"Rules: {functions} functions (half stable) x 30 releases per matrix; cells are "
+        "steps found / false flags per boundary on stable functions / misplaced flags per "
+        "boundary on step functions.\n"
+    )
+    print("| noise | runs | steps | paper, median | paper, mean | recommended |")
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        p_med = row["paper/median"]
+        p_mean = row["paper/mean"]
+        rec = row["recommended/median"]
+        assert isinstance(p_med, Rates)
+        assert isinstance(p_mean, Rates)
+        assert isinstance(rec, Rates)
+        print(
+            f"| {row['noise']} | {row['runs']} | {p_med.steps} | {_fmt(p_med)} | "
+            f"{_fmt(p_mean)} | {_fmt(rec)} |"
+        )
+    latest = latest_pair_table((5, 10), functions, args.seed)
+    print("\nA step at the newest boundary (right-hand window of one release; same cell format):\n")
+    print("| noise | runs | paper, median | recommended |")
+    print("|---|---|---|---|")
+    for row in latest:
+        paper, rec = row["paper"], row["recommended"]
+        assert isinstance(paper, Rates)
+        assert isinstance(rec, Rates)
+        print(f"| {row['noise']} | {row['runs']} | {_fmt(paper)} | {_fmt(rec)} |")
+    cov = coverage_table((5, 10, 20, 50), reps, args.seed)
+    print(f"\nCoverage of Olive's 95% median interval ({reps} samples per cell):\n")
+    print("| noise | n = 5 | n = 10 | n = 20 | n = 50 |")
+    print("|---|---|---|---|---|")
+    for noise in NOISES:
+        cells = " | ".join(f"{100 * cov[(noise, n)]:.1f}%" for n in (5, 10, 20, 50))
+        print(f"| {noise} | {cells} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,358 @@
+"""Verdicts: the paper's two conditions, the matrix, digressions, the recommended rule."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from itertools import combinations
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from deviations.stats.compare import (
+    IMPROVEMENT,
+    NO_VERDICT,
+    NONSIGNIFICANT_OVERLAP,
+    REGRESSION,
+    SIGNIFICANT_OVERLAP,
+    VERDICTS,
+    Comparison,
+    benjamini_hochberg,
+    compare,
+    compare_matrix,
+    digressions,
+    verdict_name,
+)
+from deviations.stats.intervals import mean_ci, median_ci, median_diff_ci
+
+SIMULATION = Path(__file__).resolve().parents[2] / "docs" / "simulations" / "compare_rules.py"
+
+
+def _simulation() -> ModuleType:
+    """The documentation's simulation script, loaded once as a module."""
+    name = "docs_simulations_compare_rules"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, SIMULATION)
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+# --- the scalar compare ----------------------------------------------------------------
+
+BASE = np.array([10.0, 10.4, 9.7, 10.1, 9.9, 10.2, 10.3, 9.8, 10.0, 10.1])
+
+
+def test_clear_regression_and_improvement():
+    slower = compare(BASE, BASE * 1.5)
+    assert slower.verdict == "regression"
+    assert slower.diff == pytest.approx(np.median(BASE) * 0.5)
+    assert slower.gap == pytest.approx(median_ci(BASE * 1.5).lo - median_ci(BASE).hi)
+    assert slower.gap > 0
+    assert slower.diff_lo > 0
+    faster = compare(BASE * 1.5, BASE)
+    assert faster.verdict == "improvement"
+    assert faster.gap < 0
+    assert faster.diff_hi < 0
+
+
+def test_same_data_is_nonsignificant_overlap():
+    got = compare(BASE, BASE[::-1])
+    assert got == Comparison("nonsignificant_overlap", 0.0, 0.0, got.diff_lo, got.diff_hi)
+    assert got.diff_lo < 0 < got.diff_hi
+
+
+def test_significant_but_overlapping_means():
+    # Shift by 1.7 half-widths: the Welch interval (~1.41 half-widths) excludes zero,
+    # the two Student intervals (2 half-widths apart at most) still overlap.
+    ci = mean_ci(BASE)
+    half = (ci.hi - ci.lo) / 2
+    got = compare(BASE, BASE + 1.7 * half, estimator="mean")
+    assert got.verdict == "significant_overlap"
+    assert got.gap == 0.0
+    assert got.diff_lo > 0
+
+
+def test_compare_median_difference_is_olive_welch_interval():
+    got = compare(BASE, BASE + 0.3)
+    ref = median_diff_ci(BASE, BASE + 0.3)
+    assert (got.diff, got.diff_lo, got.diff_hi) == (ref.estimate, ref.lo, ref.hi)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ([1.0], [1.0, 2.0]),
+        ([1.0, 2.0], []),
+        ([1.0, np.nan], [1.0, 2.0]),
+        ([1.0, 2.0], [np.inf, 1.0]),
+    ],
+)
+def test_compare_refuses_what_has_no_interval(a, b):
+    with pytest.raises(ValueError, match="runs|NaN"):
+        compare(a, b)
+
+
+def test_compare_refuses_unknown_estimator():
+    with pytest.raises(ValueError, match="estimator"):
+        compare(BASE, BASE, estimator="mode")  # type: ignore[arg-type]
+
+
+SWAP = {
+    "regression": "improvement",
+    "improvement": "regression",
+    "significant_overlap": "significant_overlap",
+    "nonsignificant_overlap": "nonsignificant_overlap",
+}
+
+
+@pytest.mark.parametrize("estimator", ["median", "mean"])
+@settings(max_examples=150, deadline=None)
+@given(
+    a=st.lists(st.floats(1.0, 100.0), min_size=2, max_size=20),
+    b=st.lists(st.floats(1.0, 100.0), min_size=2, max_size=20),
+)
+def test_swapping_releases_flips_the_verdict(estimator, a, b):
+    ab = compare(a, b, estimator=estimator)
+    ba = compare(b, a, estimator=estimator)
+    assert ba.verdict == SWAP[ab.verdict]
+    assert ba.diff == pytest.approx(-ab.diff, abs=1e-9)
+    assert ba.gap == pytest.approx(-ab.gap, abs=1e-9)
+    assert ba.diff_lo == pytest.approx(-ab.diff_hi, abs=1e-9)
+
+
+def test_verdict_names():
+    assert [
+        verdict_name(c)
+        for c in (NONSIGNIFICANT_OVERLAP, SIGNIFICANT_OVERLAP, REGRESSION, IMPROVEMENT)
+    ] == list(VERDICTS)
+    assert verdict_name(NO_VERDICT) is None
+    with pytest.raises(ValueError, match="unknown verdict"):
+        verdict_name(7)
+
+
+# --- the matrix equals the scalar compare -------------------------------------------
+
+
+def _ragged(seed: int, shape: tuple[int, int, int]) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    f, r, k = shape
+    x = rng.lognormal(0.0, 0.3, shape) * np.exp(rng.normal(0, 0.4, (f, r, 1)))
+    n = rng.integers(0, k + 1, (f, r))
+    x[np.arange(k) >= n[..., None]] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("estimator", ["median", "mean"])
+def test_matrix_matches_scalar_compare_cell_by_cell(estimator):
+    x = _ragged(5, (30, 12, 8))
+    m = compare_matrix(x, 0.9, estimator=estimator)
+    for f in range(x.shape[0]):
+        for r in range(1, x.shape[1]):
+            a = x[f, r - 1][~np.isnan(x[f, r - 1])]
+            b = x[f, r][~np.isnan(x[f, r])]
+            if a.size < 2 or b.size < 2:
+                assert m.verdict[f, r - 1] == NO_VERDICT
+                assert np.isnan(m.diff[f, r - 1])
+                assert np.isnan(m.p_value[f, r - 1])
+                continue
+            ref = compare(a, b, 0.9, estimator=estimator)
+            assert VERDICTS[m.verdict[f, r - 1]] == ref.verdict
+            for field in ("gap", "diff", "diff_lo", "diff_hi"):
+                assert getattr(m, field)[f, r - 1] == pytest.approx(
+                    getattr(ref, field), rel=1e-12, abs=1e-12
+                )
+    for f, r in np.ndindex(m.n.shape):
+        cell = x[f, r][~np.isnan(x[f, r])]
+        if cell.size < 2:
+            assert np.isnan(m.median.estimate[f, r])
+            assert np.isnan(m.mean.lo[f, r])
+        else:
+            assert m.median.lo[f, r] == pytest.approx(median_ci(cell, 0.9).lo, rel=1e-12)
+            assert m.mean.hi[f, r] == pytest.approx(mean_ci(cell, 0.9).hi, rel=1e-12)
+
+
+def test_paper_p_value_agrees_with_the_difference_interval():
+    m = compare_matrix(_ragged(8, (50, 10, 10)))
+    ok = m.verdict >= 0
+    excludes_zero = (m.diff_lo > 0) | (m.diff_hi < 0)
+    assert np.array_equal((m.p_value < 0.05)[ok], excludes_zero[ok])
+    assert np.isnan(m.q_value).all()
+
+
+def test_matrix_refuses_bad_input():
+    with pytest.raises(ValueError, match="shape"):
+        compare_matrix(np.ones((3, 4)))
+    with pytest.raises(ValueError, match="infinite"):
+        compare_matrix(np.full((1, 2, 3), np.inf))
+    with pytest.raises(ValueError, match="rule"):
+        compare_matrix(np.ones((1, 2, 3)), rule="magic")  # type: ignore[arg-type]
+
+
+def test_matrix_is_warning_free_on_empty_releases():
+    # pytest turns warnings into errors: all-NaN releases must not warn.
+    x = np.full((2, 4, 5), np.nan)
+    x[0, 0] = [1.0, 2.0, 3.0, 4.0, 5.0]
+    for rule in ("paper", "recommended"):
+        m = compare_matrix(x, rule=rule)
+        assert (m.verdict == NO_VERDICT).all()
+
+
+# --- the recommended rule ------------------------------------------------------------
+
+
+def _window(x: np.ndarray, f: int, k: int, window: int) -> tuple[np.ndarray, np.ndarray]:
+    left = x[f, max(0, k + 1 - window) : k + 1].ravel()
+    right = x[f, k + 1 : k + 1 + window].ravel()
+    return left[~np.isnan(left)], right[~np.isnan(right)]
+
+
+@pytest.mark.parametrize(
+    ("runs", "ties", "method"),
+    # Exact without ties and n_left * n_right <= 2500; tie-corrected normal otherwise.
+    # (Tied windows of up to 40 runs get an exact permutation p, tested below.)
+    [(6, False, "exact"), (30, False, "asymptotic"), (15, True, "asymptotic")],
+)
+def test_window_p_values_equal_scipy_mann_whitney(runs, ties, method):
+    x = _ragged(9, (20, 9, runs))
+    if runs >= 15:
+        x = np.nan_to_num(x, nan=1.0)  # full windows: >= 60 pooled runs, 90 x 90 at 30
+    if ties:
+        x = np.round(x * 5)
+    m = compare_matrix(x, rule="recommended", window=3)
+    checked = 0
+    for f in range(20):
+        for k in range(8):
+            if m.verdict[f, k] == NO_VERDICT:
+                continue
+            left, right = _window(x, f, k, 3)
+            ref = stats.mannwhitneyu(right, left, method=method).pvalue
+            assert m.p_value[f, k] == pytest.approx(ref, rel=1e-9)
+            checked += 1
+    assert checked > 50
+
+
+def test_tied_small_windows_get_the_exact_permutation_p_value():
+    # Brute force: every way to choose the right window among the pooled runs.
+    rng = np.random.default_rng(12)
+    checked = 0
+    for _ in range(60):
+        left = np.round(rng.lognormal(1.0, 0.3, 6) * 2)
+        right = np.round(rng.lognormal(1.4, 0.3, 4) * 2)
+        x = np.full((1, 2, 6), np.nan)
+        x[0, 0], x[0, 1, :4] = left, right
+        m = compare_matrix(x, rule="recommended", window=1)
+        pooled = np.concatenate([left, right])
+        if np.unique(pooled).size == pooled.size:
+            continue
+        normal = stats.mannwhitneyu(right, left, method="asymptotic").pvalue
+        if normal >= 0.2:  # EXACT_TIES_BELOW: such windows keep the normal p-value
+            assert m.p_value[0, 0] == pytest.approx(normal)
+            continue
+        ranks = stats.rankdata(pooled)
+        observed = ranks[6:].sum()
+        sums = np.array([ranks[list(c)].sum() for c in combinations(range(10), 4)])
+        ref = min(1.0, 2 * min(np.mean(sums <= observed + 1e-9), np.mean(sums >= observed - 1e-9)))
+        assert m.p_value[0, 0] == pytest.approx(ref, rel=1e-12)
+        checked += 1
+    assert checked > 10
+
+
+def test_benjamini_hochberg_matches_statsmodels():
+    p = np.random.default_rng(4).uniform(0, 1, 500) ** 3
+    ref = multipletests(p, method="fdr_bh")[1]
+    np.testing.assert_allclose(benjamini_hochberg(p), ref, rtol=1e-12)
+    grid = np.array([[0.01, np.nan], [0.04, 0.03]])
+    got = benjamini_hochberg(grid)
+    assert np.isnan(got[0, 1])
+    np.testing.assert_allclose(
+        got[~np.isnan(grid)], multipletests([0.01, 0.04, 0.03], method="fdr_bh")[1]
+    )
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        benjamini_hochberg([0.5, 1.5])
+
+
+def test_one_step_gives_one_flag():
+    rng = np.random.default_rng(1)
+    x = rng.lognormal(0.0, 0.2, (1, 20, 5))
+    x[0, 10:] *= 2.0
+    m = compare_matrix(x, rule="recommended")
+    flagged = np.flatnonzero(m.verdict[0] >= REGRESSION)
+    assert flagged.tolist() == [9]
+    assert m.verdict[0, 9] == REGRESSION
+    assert m.shift[0, 9] > 0.5
+    down = compare_matrix(x[:, ::-1], rule="recommended")
+    assert np.flatnonzero(down.verdict[0] >= REGRESSION).tolist() == [9]
+    assert down.verdict[0, 9] == IMPROVEMENT
+
+
+def test_small_steps_are_not_practically_significant():
+    rng = np.random.default_rng(2)
+    x = rng.lognormal(0.0, 0.01, (1, 20, 10))
+    x[0, 10:] *= 1.05  # highly significant, but under min_relative_effect = 10%
+    m = compare_matrix(x, rule="recommended")
+    assert m.q_value[0, 9] < 1e-3
+    assert m.verdict[0, 9] == SIGNIFICANT_OVERLAP
+    assert (
+        compare_matrix(x, rule="recommended", min_relative_effect=0.02).verdict[0, 9] == REGRESSION
+    )
+
+
+# --- digressions ----------------------------------------------------------------------
+
+
+def test_digression_marks_the_start_of_a_temporary_deviation():
+    # Levels 1, 1, 2, 3, 3, 1 (Fig. 7: two regressions, one improvement back to 1).
+    lo = np.array([0.9, 0.9, 1.9, 2.9, 2.9, 0.95])
+    hi = lo + 0.2
+    v = np.array(
+        [NONSIGNIFICANT_OVERLAP, REGRESSION, REGRESSION, NONSIGNIFICANT_OVERLAP, IMPROVEMENT]
+    )
+    got = digressions(v, lo, hi)
+    assert got.tolist() == [False, True, False, False, False]
+
+
+def test_no_digression_when_the_level_does_not_come_back():
+    lo = np.array([0.9, 1.9, 1.4])
+    hi = lo + 0.2
+    got = digressions(np.array([REGRESSION, IMPROVEMENT]), lo, hi)
+    assert not got.any()
+    with pytest.raises(ValueError, match="one more release"):
+        digressions(np.array([REGRESSION]), lo, hi)
+
+
+@pytest.mark.parametrize("rule", ["paper", "recommended"])
+def test_matrix_flags_a_planted_digression(rule):
+    rng = np.random.default_rng(3)
+    x = rng.lognormal(0.0, 0.05, (2, 24, 10))
+    x[0, 8:16] *= 2.5  # up at pair 7, back down at pair 15
+    m = compare_matrix(x, rule=rule)
+    assert m.verdict[0, 7] == REGRESSION
+    assert m.verdict[0, 15] == IMPROVEMENT
+    assert np.flatnonzero(m.digression[0]).tolist() == [7]
+    assert not m.digression[1].any()
+
+
+# --- the simulation targets ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("noise", ["lognormal", "bimodal", "quantised", "contaminated"])
+def test_recommended_rule_meets_targets(noise):
+    sim = _simulation()
+    for runs, target in ((5, 0.60), (10, 0.90)):
+        series = sim.simulate(noise, runs, functions=300, seed=99 + runs)
+        rec = sim.score(series, compare_matrix(series.samples, rule="recommended").verdict)
+        paper = sim.score(series, compare_matrix(series.samples, rule="paper").verdict)
+        assert rec.found >= target, (noise, runs, rec)
+        assert rec.false_flags <= 0.01, (noise, runs, rec)
+        assert rec.misplaced <= 0.01, (noise, runs, rec)
+        assert rec.found > paper.found, (noise, runs, rec, paper)
