@@ -2,6 +2,8 @@
 
 import csv
 import json
+import os
+import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -27,9 +29,17 @@ class Command(BaseCommand):
             series = Series.objects.get(name=opts["series"])
         except Series.DoesNotExist as exc:
             raise CommandError(f"no series named {opts['series']!r}") from exc
+        try:
+            self._write(series, opts["format"])
+        except BrokenPipeError:
+            # The reader stopped early (`| head`): not an error. Point stdout at /dev/null so
+            # that the interpreter's final flush does not fail again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+    def _write(self, series: Series, fmt: str) -> None:
         rows = selectors.selftime_rows(series)
         fields = ["release", "run", "function", "self_us", "total_us", "calls"]
-        if opts["format"] == "csv":
+        if fmt == "csv":
             writer = csv.DictWriter(self.stdout, fieldnames=fields, lineterminator="\n")
             writer.writeheader()
             writer.writerows(rows)
