@@ -1,4 +1,4 @@
-"""Simulation behind docs/statistics-compare.md: the paper rule against the recommended rule.
+"""Simulation behind docs/statistics.md ("Comparing consecutive releases"): the paper rule against the recommended rule.
 
 Run from the repository root::
 

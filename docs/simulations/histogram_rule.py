@@ -7,7 +7,7 @@ Run from the project root::
 Prints markdown: the parameters ``tune`` picks on a training set, then per scenario the
 recall (lasting changes found within one build of their start) and the false alerts of
 both rules on an independent test set (different seed). Seeded: the output is
-reproducible. See docs/statistics-histograms-paired.md for the design.
+reproducible. See docs/statistics.md ("The change rule over a build series") for the design.
 """
 
 from __future__ import annotations
