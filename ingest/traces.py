@@ -341,7 +341,10 @@ def _parse(
     proc_names, thread_names = _metadata(events, np.flatnonzero(code == _M))
     thread_of, thread_keys = _thread_columns(events, tagged)
     ts = np.fromiter(map(_get_ts, events), np.float64, n)
-    dur = np.fromiter(map(_get_dur, events), np.float64, n)
+    dur = np.full(n, np.nan)
+    x_at = np.flatnonzero(code == _X)
+    dur[x_at] = np.fromiter(map(_get_dur, map(events.__getitem__, x_at.tolist())), np.float64)
+    del x_at
     # Names: setdefault keeps each name's first position; dict order is the order of first
     # appearance, and the positions that are their own first occurrence number them densely.
     seen: dict[str, int] = {}

@@ -1,4 +1,4 @@
-"""Simulation behind docs/statistics.md ("Comparing consecutive releases"): the paper rule against the recommended rule.
+"""The paper rule against the recommended rule (docs/statistics.md, "Comparing releases").
 
 Run from the repository root::
 
