@@ -211,3 +211,39 @@ class ApiToken(models.Model):
         key = secrets.token_urlsafe(32)
         token = cls.objects.create(user=user, name=name, key_sha256=cls.hash_key(key))
         return token, key
+
+
+class SeriesAnalysis(models.Model):
+    """The analysed matrix of a series for one (metric, estimator, rule), as packed arrays.
+
+    Rows are ``function_ids``, columns ``release_ids`` (the releases with at least two done
+    runs, in series order). ``arrays`` is an ``.npz`` of: per release (F × R) ``estimate``,
+    ``lo``, ``hi``, ``n``; per consecutive pair (F × R-1, column ``r-1`` for the pair
+    ``r-1 → r``) ``verdict`` (codes of ``deviations.stats.compare``), ``gap``, ``diff``,
+    ``diff_lo``, ``diff_hi``, ``p_value``, ``q_value``, ``digression``. Pages read one row and
+    slice it; nothing is recomputed in a view (docs/architecture.md).
+    """
+
+    METRICS = [("self", "self time"), ("total", "total time")]
+    ESTIMATORS = [("median", "median"), ("mean", "mean")]
+    RULES = [("paper", "paper (seed 003)"), ("recommended", "recommended")]
+
+    series = models.ForeignKey(Series, on_delete=models.CASCADE, related_name="analyses")
+    metric = models.CharField(max_length=10, choices=METRICS)
+    estimator = models.CharField(max_length=10, choices=ESTIMATORS)
+    rule = models.CharField(max_length=12, choices=RULES)
+    release_ids = models.BinaryField()
+    function_ids = models.BinaryField()
+    arrays = models.BinaryField()
+    # The analysis saw every run that finished before this instant.
+    snapshot_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["series", "metric", "estimator", "rule"], name="analysis_unique_kind"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.series.name} {self.metric}/{self.estimator}/{self.rule}"

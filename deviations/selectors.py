@@ -6,7 +6,9 @@ from typing import Any
 import numpy as np
 from django.db.models import Count, Q
 
-from deviations.models import Function, Release, Run, Series
+from deviations.analysis import unpack
+from deviations.models import Function, Release, Run, Series, SeriesAnalysis
+from deviations.stats.compare import NO_VERDICT, verdict_name
 
 
 def function_names(series: Series) -> dict[int, str]:
@@ -85,3 +87,98 @@ def release_function_table(release: Release, limit: int = 100) -> list[dict[str,
         }
         for k in order
     ]
+
+
+def stored_analysis(
+    series: Series, metric: str, estimator: str, rule: str
+) -> dict[str, np.ndarray] | None:
+    """The stored matrices of one (metric, estimator, rule), or None before any analysis."""
+    found = SeriesAnalysis.objects.filter(
+        series=series, metric=metric, estimator=estimator, rule=rule
+    ).first()
+    return unpack(found) if found is not None else None
+
+
+def release_versions(release_ids: np.ndarray) -> list[str]:
+    found = Release.objects.filter(id__in=release_ids.tolist()).values_list("id", "version")
+    versions = dict(found)
+    return [versions[int(r)] for r in release_ids]
+
+
+class NotAnalysedError(LookupError):
+    """The series has no stored analysis (fewer than two releases with two runs, or none yet)."""
+
+
+def _analysis_or_raise(series: Series, metric: str, estimator: str, rule: str) -> dict[str, Any]:
+    found = stored_analysis(series, metric, estimator, rule)
+    if found is None:
+        raise NotAnalysedError(
+            f"series {series.name!r} has no analysis yet: it needs two releases with at least "
+            f"two done runs each (then `python manage.py analyse --series {series.name}`)"
+        )
+    return found
+
+
+def _number(value: Any) -> float | None:
+    return None if np.isnan(value) else float(value)
+
+
+def stats_rows(series: Series, metric: str) -> Iterator[dict[str, Any]]:
+    """Per (release, function): n, median and mean with their intervals (µs).
+
+    Raises NotAnalysedError at once (not when iterated) when there is no analysis.
+    """
+    med = _analysis_or_raise(series, metric, "median", "paper")
+    mean = _analysis_or_raise(series, metric, "mean", "paper")
+    return _stats_rows(med, mean, release_versions(med["release_ids"]), function_names(series))
+
+
+def _stats_rows(
+    med: dict[str, Any], mean: dict[str, Any], versions: list[str], names: dict[int, str]
+) -> Iterator[dict[str, Any]]:
+    for r, version in enumerate(versions):
+        for f, fid in enumerate(med["function_ids"]):
+            yield {
+                "release": version,
+                "function": names[int(fid)],
+                "n": int(med["n"][f, r]),
+                "median": _number(med["estimate"][f, r]),
+                "median_lo": _number(med["lo"][f, r]),
+                "median_hi": _number(med["hi"][f, r]),
+                "mean": _number(mean["estimate"][f, r]),
+                "mean_lo": _number(mean["lo"][f, r]),
+                "mean_hi": _number(mean["hi"][f, r]),
+            }
+
+
+def deviation_rows(
+    series: Series, metric: str, estimator: str, rule: str
+) -> Iterator[dict[str, Any]]:
+    """Per (function, consecutive release pair) with a verdict: the verdict and its numbers.
+
+    Raises NotAnalysedError at once (not when iterated) when there is no analysis.
+    """
+    found = _analysis_or_raise(series, metric, estimator, rule)
+    return _deviation_rows(found, release_versions(found["release_ids"]), function_names(series))
+
+
+def _deviation_rows(
+    found: dict[str, Any], versions: list[str], names: dict[int, str]
+) -> Iterator[dict[str, Any]]:
+    verdict = found["verdict"]
+    for f, fid in enumerate(found["function_ids"]):
+        for p in range(verdict.shape[1]):
+            code = int(verdict[f, p])
+            if code == NO_VERDICT:
+                continue
+            yield {
+                "function": names[int(fid)],
+                "from_release": versions[p],
+                "to_release": versions[p + 1],
+                "verdict": verdict_name(code),
+                "gap": _number(found["gap"][f, p]),
+                "diff": _number(found["diff"][f, p]),
+                "diff_lo": _number(found["diff_lo"][f, p]),
+                "diff_hi": _number(found["diff_hi"][f, p]),
+                "digression": bool(found["digression"][f, p]),
+            }

@@ -5,6 +5,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
+from deviations import analysis
 from deviations.models import Run
 from ingest import runs
 
@@ -26,7 +27,7 @@ def _fail(run_id: int, reason: str) -> None:
 def ingest_run(run_id: int) -> str:
     """Parse and store one uploaded trace. A second delivery of the same id does nothing."""
     try:
-        return runs.process_run(run_id).status
+        run = runs.process_run(run_id)
     except SoftTimeLimitExceeded:
         _fail(run_id, "the ingest took longer than CELERY_TASK_SOFT_TIME_LIMIT")
         return Run.FAILED
@@ -36,3 +37,21 @@ def ingest_run(run_id: int) -> str:
         # A bug, not the file's fault: fail the run visibly rather than leave it pending.
         _fail(run_id, f"internal error while ingesting ({type(exc).__name__}: {exc})")
         raise
+    if run.status == Run.DONE:
+        analyse_series.delay(run.series_id)
+    return run.status
+
+
+@shared_task(
+    name="deviations.analyse_series",
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=5,
+    max_retries=3,
+)
+def analyse_series(series_id: int) -> str:
+    """Recompute a series' statistics unless a stored analysis already saw every run.
+
+    Each finished run sends one; the first to run covers the others, which then find the
+    analysis up to date.
+    """
+    return analysis.analyse_series(series_id)

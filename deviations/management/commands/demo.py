@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
 from deviations import demo
+from deviations.analysis import analyse_series
 from deviations.models import Run, Series
 from ingest.runs import ThreadOptions, get_release, process_run, register_run
 
@@ -46,6 +47,8 @@ class Command(BaseCommand):
                     )
                 run = process_run(registered.run.pk, source=entry.path)
                 failed += run.status != Run.DONE
+        series = Series.objects.get(name=SERIES)
+        self.stdout.write(f"analysis: {analyse_series(series.pk)}")
         Series.objects.filter(name=SERIES).update(
             description="Generated demo: Paint regresses at 56.0.2906.0, Layout improves at "
             "56.0.2911.0, V8.ScriptCompiler digresses over 56.0.2900.0-56.0.2905.0."

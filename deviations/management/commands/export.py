@@ -1,9 +1,10 @@
-"""python manage.py export --series NAME --what selftimes [--format json|csv]"""
+"""python manage.py export --series NAME --what selftimes|stats|deviations ..."""
 
 import csv
 import json
 import os
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -11,17 +12,43 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from deviations import selectors
 from deviations.models import Series
 
+FIELDS = {
+    "selftimes": ["release", "run", "function", "self_us", "total_us", "calls"],
+    "stats": ["release", "function", "n", "median", "median_lo", "median_hi", "mean", "mean_lo",
+              "mean_hi"],
+    "deviations": ["function", "from_release", "to_release", "verdict", "gap", "diff", "diff_lo",
+                   "diff_hi", "digression"],
+}
+
 
 class Command(BaseCommand):
     help = (
-        "Write a series' data to standard output. --what selftimes: one row per run and "
-        "function with release, run (the file name given at ingest), function, self_us, "
-        "total_us, calls."
+        "Write a series' data to standard output, in microseconds. "
+        "selftimes: one row per run and function (release, run = the file name given at "
+        "ingest, function, self_us, total_us, calls). stats: per release and function, n and "
+        "the median and mean with their confidence intervals. deviations: per function and "
+        "consecutive release pair, the verdict (regression, improvement, significant_overlap, "
+        "nonsignificant_overlap), gap, diff = later - earlier with its interval, and "
+        "digression (true on the pair that starts a temporary deviation). stats and deviations "
+        "read the stored analysis (see `analyse`)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--series", required=True)
-        parser.add_argument("--what", choices=["selftimes"], required=True)
+        parser.add_argument("--what", choices=list(FIELDS), required=True)
+        parser.add_argument(
+            "--metric", choices=["self", "total"], default="self",
+            help="stats and deviations: self time or total time (default self)",
+        )
+        parser.add_argument(
+            "--rule", choices=["paper", "recommended"], default="paper",
+            help="deviations: seed 003's two conditions (paper, default) or the recommended "
+            "rule (docs/statistics.md)",
+        )
+        parser.add_argument(
+            "--estimator", choices=["median", "mean"], default="median",
+            help="deviations: compare medians (default) or means",
+        )
         parser.add_argument("--format", choices=["json", "csv"], default="json")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -29,16 +56,27 @@ class Command(BaseCommand):
             series = Series.objects.get(name=opts["series"])
         except Series.DoesNotExist as exc:
             raise CommandError(f"no series named {opts['series']!r}") from exc
+        what = opts["what"]
+        if what == "selftimes":
+            rows: Iterable[dict[str, Any]] = selectors.selftime_rows(series)
+        else:
+            try:
+                if what == "stats":
+                    rows = selectors.stats_rows(series, opts["metric"])
+                else:
+                    rows = selectors.deviation_rows(
+                        series, opts["metric"], opts["estimator"], opts["rule"]
+                    )
+            except selectors.NotAnalysedError as exc:
+                raise CommandError(str(exc)) from exc
         try:
-            self._write(series, opts["format"])
+            self._write(rows, FIELDS[what], opts["format"])
         except BrokenPipeError:
             # The reader stopped early (`| head`): not an error. Point stdout at /dev/null so
             # that the interpreter's final flush does not fail again.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
-    def _write(self, series: Series, fmt: str) -> None:
-        rows = selectors.selftime_rows(series)
-        fields = ["release", "run", "function", "self_us", "total_us", "calls"]
+    def _write(self, rows: Iterable[dict[str, Any]], fields: list[str], fmt: str) -> None:
         if fmt == "csv":
             writer = csv.DictWriter(self.stdout, fieldnames=fields, lineterminator="\n")
             writer.writeheader()

@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from deviations.analysis import analyse_series
 from deviations.models import Run
 from ingest.runs import IngestError, ThreadOptions, get_release, process_run, register_run
 
@@ -16,7 +17,8 @@ class Command(BaseCommand):
         "Ingest Chromium trace files (.json or .json.gz, array or {\"traceEvents\": [...]} form) "
         "as runs of one release, synchronously. Each file is one run and is stored whole or not "
         "at all; a file already ingested in the series (same sha256) is skipped. Prints one line "
-        "per file; exits with status 1 if any file failed."
+        "per file, then updates the series' statistics (as `analyse` does); exits with status 1 "
+        "if any file failed."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -56,6 +58,8 @@ class Command(BaseCommand):
             failed += not ok
             with tqdm.external_write_mode():
                 self.stdout.write(line)
+        if failed < len(files):
+            self.stdout.write(f"analysis: {analyse_series(release.series_id)}")
         if failed:
             raise CommandError(f"{failed} of {len(files)} file(s) failed")
 
