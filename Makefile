@@ -20,6 +20,7 @@ install: $(VENV)/.installed
 # at http://127.0.0.1:8000/ (user demo, password demo).
 demo: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(PY) manage.py demo
 	$(PY) manage.py runserver 127.0.0.1:8000
 
