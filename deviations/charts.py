@@ -158,6 +158,8 @@ _KINDS: Final = (
     (NONSIGNIFICANT_OVERLAP, "non-significant overlap", "square", NONSIGNIFICANT_COLOR),
 )
 _OVERLAP_SIZE: Final = {SIGNIFICANT_OVERLAP: 5, NONSIGNIFICANT_OVERLAP: 4}
+ROW_PX: Final = 20
+MAX_HEIGHT_PX: Final = 8_000
 AUTO_MAX_SQUARES: Final = 50_000
 """Most non-significant squares ``show="auto"`` sends: ~200 bytes each, about 10 MB.
 
@@ -275,10 +277,13 @@ def deviation_matrix(
         "xaxis": {"type": "category", "categoryorder": "array", "categoryarray": rnames[1:],
                   "title": {"text": "release (compared with the one before)"},
                   "tickangle": -45, "automargin": True, "showgrid": False},
+        # Every row labelled (Plotly thins category ticks otherwise): the page shows a
+        # page of functions at a time, 20 px a row.
         "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": fnames,
-                  "autorange": "reversed", "automargin": True, "showgrid": False},
+                  "tickmode": "array", "tickvals": fnames, "autorange": "reversed",
+                  "automargin": True, "showgrid": False},
         "hovermode": "closest",
-        "height": int(np.clip(160 + 16 * n_f, 360, 1600)),
+        "height": int(np.clip(200 + ROW_PX * n_f, 360, MAX_HEIGHT_PX)),
         "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
         "plot_bgcolor": "#FFFFFF",
     }

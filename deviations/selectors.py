@@ -1,6 +1,7 @@
 """Reads for pages, API and exports (no writes here)."""
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -8,7 +9,8 @@ from django.db.models import Count, Q
 
 from deviations.analysis import unpack
 from deviations.models import Function, Release, Run, Series, SeriesAnalysis
-from deviations.stats.compare import NO_VERDICT, verdict_name
+from deviations.stats.compare import IMPROVEMENT, NO_VERDICT, REGRESSION, verdict_name
+from deviations.stats.intervals import MIN_RUNS, median_ci
 
 
 def function_names(series: Series) -> dict[int, str]:
@@ -182,3 +184,153 @@ def _deviation_rows(
                 "diff_hi": _number(found["diff_hi"][f, p]),
                 "digression": bool(found["digression"][f, p]),
             }
+
+
+FUNCTION_FIELDS = ["release", "n", "median", "median_lo", "median_hi", "mean", "mean_lo",
+                   "mean_hi", "verdict", "diff", "diff_lo", "diff_hi", "gap", "digression"]
+
+
+@dataclass(frozen=True)
+class FunctionDetail:
+    """One function across the analysed releases (µs), as the function page shows it."""
+
+    releases: list[str]
+    median: tuple[np.ndarray, np.ndarray, np.ndarray]
+    mean: tuple[np.ndarray, np.ndarray, np.ndarray]
+    verdict: np.ndarray  # pairs, of the page's estimator and rule
+    diff: np.ndarray
+    gap: np.ndarray
+    digression: np.ndarray
+    rows: list[dict[str, Any]]
+    samples: list[list[float]] | None  # runs per release, on demand
+    narrowing: tuple[list[int], list[float], list[float], list[float], str] | None
+
+
+def latest_deviations(series: Series) -> dict[str, Any] | None:
+    """Regressions and improvements of the last analysed release pair (self, median, paper)."""
+    found = stored_analysis(series, "self", "median", "paper")
+    if found is None or found["verdict"].shape[1] == 0:
+        return None
+    last = found["verdict"][:, -1]
+    versions = release_versions(found["release_ids"][-2:])
+    return {
+        "from": versions[0], "to": versions[1],
+        "regressions": int((last == REGRESSION).sum()),
+        "improvements": int((last == IMPROVEMENT).sum()),
+    }
+
+
+def function_detail(
+    series: Series, function: Function, metric: str, estimator: str, rule: str,
+    *, with_samples: bool = False,
+) -> FunctionDetail | None:
+    med = stored_analysis(series, metric, "median", rule)
+    mean = stored_analysis(series, metric, "mean", rule)
+    if med is None or mean is None:
+        return None
+    where = np.flatnonzero(med["function_ids"] == function.pk)
+    if len(where) == 0:
+        return None
+    f = int(where[0])
+    chosen = med if estimator == "median" else mean
+    versions = release_versions(med["release_ids"])
+    rows = []
+    for r, version in enumerate(versions):
+        row: dict[str, Any] = {
+            "release": version, "n": int(med["n"][f, r]),
+            "median": _number(med["estimate"][f, r]), "median_lo": _number(med["lo"][f, r]),
+            "median_hi": _number(med["hi"][f, r]), "mean": _number(mean["estimate"][f, r]),
+            "mean_lo": _number(mean["lo"][f, r]), "mean_hi": _number(mean["hi"][f, r]),
+            "verdict": None, "diff": None, "diff_lo": None, "diff_hi": None, "gap": None,
+            "digression": False,
+        }
+        if r > 0 and chosen["verdict"][f, r - 1] != NO_VERDICT:
+            row.update(
+                verdict=verdict_name(int(chosen["verdict"][f, r - 1])),
+                diff=_number(chosen["diff"][f, r - 1]),
+                diff_lo=_number(chosen["diff_lo"][f, r - 1]),
+                diff_hi=_number(chosen["diff_hi"][f, r - 1]),
+                gap=_number(chosen["gap"][f, r - 1]),
+                digression=bool(chosen["digression"][f, r - 1]),
+            )
+        rows.append(row)
+    samples = narrowing = None
+    if with_samples:
+        samples = function_samples(series, function.pk, metric, med["release_ids"])
+        narrowing = _narrowing(samples, versions, chosen["gap"][f])
+    return FunctionDetail(
+        releases=versions,
+        median=(med["estimate"][f], med["lo"][f], med["hi"][f]),
+        mean=(mean["estimate"][f], mean["lo"][f], mean["hi"][f]),
+        verdict=chosen["verdict"][f], diff=chosen["diff"][f], gap=chosen["gap"][f],
+        digression=chosen["digression"][f], rows=rows, samples=samples, narrowing=narrowing,
+    )
+
+
+def function_samples(
+    series: Series, function_id: int, metric: str, release_ids: np.ndarray
+) -> list[list[float]]:
+    """The function's time in every done run of these releases (0 where it was not called)."""
+    column = 1 if metric == "self" else 2
+    by_release: dict[int, list[float]] = {int(r): [] for r in release_ids}
+    runs = (Run.objects.filter(series=series, status=Run.DONE, release_id__in=list(by_release))
+            .select_related("times").order_by("created", "id"))
+    for run in runs:
+        arrays = run.times.arrays()
+        hit = np.flatnonzero(arrays[0] == function_id)
+        by_release[run.release_id].append(float(arrays[column][hit[0]]) if len(hit) else 0.0)
+    return [by_release[int(r)] for r in release_ids]
+
+
+def _narrowing(
+    samples: list[list[float]], versions: list[str], gap: np.ndarray
+) -> tuple[list[int], list[float], list[float], list[float], str] | None:
+    """Seed 003, Figure 10: the median CI of one release from its first k runs, k = 2..n.
+
+    The release is the one after the largest deviation gap (else the one with most runs).
+    """
+    if np.any(np.isfinite(gap) & (gap != 0)):
+        r = int(np.nanargmax(np.abs(np.where(np.isfinite(gap), gap, 0.0)))) + 1
+    else:
+        r = int(np.argmax([len(s) for s in samples]))
+    runs = samples[r]
+    if len(runs) < 3:
+        return None
+    ks = list(range(MIN_RUNS, len(runs) + 1))
+    cis = [median_ci(runs[:k]) for k in ks]
+    return (ks, [c.estimate for c in cis], [c.lo for c in cis], [c.hi for c in cis], versions[r])
+
+
+def release_changes(release: Release, metric: str, estimator: str, rule: str) -> dict[str, Any]:
+    """Deviations of this release against the previous analysed one, largest first."""
+    found = stored_analysis(release.series, metric, estimator, rule)
+    empty: dict[str, Any] = {"previous": None, "rows": [], "regressions": [], "improvements": []}
+    if found is None:
+        return empty
+    where = np.flatnonzero(found["release_ids"] == release.pk)
+    if len(where) == 0 or where[0] == 0:
+        return empty
+    p = int(where[0]) - 1
+    versions = release_versions(found["release_ids"][p : p + 2])
+    names = function_names(release.series)
+    verdict = found["verdict"][:, p]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        relative = np.abs(found["gap"][:, p]) / np.abs(found["estimate"][:, p])
+    rows = []
+    for f in np.flatnonzero((verdict == REGRESSION) | (verdict == IMPROVEMENT)):
+        rows.append({
+            "function": names[int(found["function_ids"][f])],
+            "function_id": int(found["function_ids"][f]),
+            "from_release": versions[0], "to_release": versions[1],
+            "verdict": verdict_name(int(verdict[f])),
+            "gap": _number(found["gap"][f, p]), "diff": _number(found["diff"][f, p]),
+            "diff_lo": _number(found["diff_lo"][f, p]), "diff_hi": _number(found["diff_hi"][f, p]),
+            "digression": bool(found["digression"][f, p]),
+            "relative_gap": float(relative[f]) if np.isfinite(relative[f]) else None,
+        })
+    rows.sort(key=lambda row: -(row["relative_gap"] or 0.0))
+    return {
+        "previous": versions[0], "rows": rows,
+        "regressions": [r for r in rows if r["verdict"] == "regression"][:50],
+        "improvements": [r for r in rows if r["verdict"] == "improvement"][:50],
+    }
