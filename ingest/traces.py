@@ -48,21 +48,31 @@ Decisions
 
 Speed and memory: the trade-off
 -------------------------------
-The JSON is decoded with ``msgspec`` into a typed ``Struct`` that keeps only ``ph``,
-``name``, ``pid``, ``tid``, ``ts``, ``dur`` and ``args`` (as ``msgspec.Raw``, decoded for
-the few ``M`` events only); everything else is skipped by the decoder. The events are then
-turned into numpy columns and freed, and all the nesting is vectorised (sorts, cumulative
-sums, ``searchsorted``, ``bincount``); the only Python loops run over the metadata events,
-the unique names, and the threads that contain a partial overlap (rare: none of the real
-fixtures has one), which fall back to an explicit stack.
+The whole (decompressed) file is read and decoded in one call by ``msgspec`` into a union
+of ``Struct`` types tagged by ``"ph"``: B/E/X events keep only ``name``, ``pid``, ``tid``,
+``ts`` (and ``dur``), M events also ``args``, and the events of other phases nothing but
+their kind; every other key is skipped without building it. As no ``msgspec.Raw`` is kept,
+the input buffer is freed right after decoding. Traces the tagged union refuses (an
+unknown or missing ``"ph"``, string pids or tids) are decoded again by a plain ``Struct``
+(slower, ~30% more memory), which also gives the error messages. The events then become
+numpy columns (one C-level ``map`` per field) and are freed; all the nesting is vectorised
+(stable sorts, cumulative sums, ``searchsorted``, ``bincount``, no Python loop over events
+or slices); Python loops run only over metadata events, unique names, threads, and the
+threads that contain a partial overlap (rare: no real fixture has one), which are clipped
+with an explicit stack.
 
-A streaming parser (ijson) would keep memory flat but parses at half the speed of
-``json.load``; reading the whole (decompressed) file and decoding it in one go costs
-about 3.5x the file size at the peak and is ~10x faster. The project's targets are
-time <= 0.5x ``json.load`` and peak RSS <= 4x the file size, so the one-shot typed decode
-was chosen. Measured with ``python -m tests.benchmarks.ingest`` (257 MB, 2.0 M events,
-2 CPUs, see the module docstring there for the full figures):
-``json.load`` 6.1 s at 7.0x; ``parse_trace(all_threads=True)`` 1.5 s at 3.3x.
+Alternatives: ``json.load`` needs ~6.6x the file size and is the slowest (measured);
+ijson streaming keeps memory flat but parses at about half ``json.load``'s speed (the
+issue's figure, not pursued); a plain msgspec ``Struct`` with ``args`` as ``msgspec.Raw``
+keeps the buffer alive (measured 4.6x at the peak, over the 4x budget); the tagged union
+decodes as fast or faster and peaks at ~3x (measured).
+Measured with ``python -m tests.benchmarks.ingest`` (256 MiB, 2.0 M events; best of 3 on
+a 2-CPU machine shared with other jobs, so seconds vary two-fold from run to run and the
+ratios are what count): ``parse_trace(all_threads=True)`` alone takes 0.48x the time of
+``json.load`` (9.2 s against 19.1 s in that run; about 5.4 s when the machine was
+quieter: read 0.2 s, decode 1.9 s, columns 1.5 s, nesting 1.8 s) at a peak of 3.0x the
+file size (``json.load``: 6.6x). The CLI ``ingest_traces`` takes 0.76x at 3.4x: Django
+and SciPy start-up, the sha256 of the file and the database writes add ~3-4 s.
 """
 
 from __future__ import annotations
@@ -90,8 +100,8 @@ __all__ = [
     "parse_trace",
 ]
 
-#: Largest trace accepted, compressed and decompressed: 2 GiB of JSON needs ~7 GiB of RAM
-#: at the peak (3.5x), the most a modest server should be asked to give one upload.
+#: Largest trace accepted, compressed and decompressed: 2 GiB of JSON needs ~6-7 GiB of RAM
+#: at the peak (~3x, more on the slow path), the most a modest server should give one upload.
 DEFAULT_MAX_BYTES = 2 * 1024**3
 #: Names longer than this are shortened (see the module docstring): a database index and a
 #: chart label cannot hold megabytes, and no real function name comes near it.
@@ -101,7 +111,7 @@ MAX_NAME_CHARS = 1_000
 _CHUNK = 1 << 20
 #: Chrome writes dur = -1 for a complete event that was still running when tracing stopped.
 _UNFINISHED_DUR = -1.0
-#: Threads listed in the "selected thread absent" message.
+#: Threads listed in the "selected thread absent" message, and unnamed processes in a note.
 _THREADS_SHOWN = 8
 
 _NAN = float("nan")
@@ -496,6 +506,7 @@ def _select_threads(
         return chosen
     position = {k: i for i, k in enumerate(thread_keys)}
     chosen = []
+    unnamed: list[tuple[int | str, int | str]] = []
     for key, label in thread_names.items():
         if label != thread_name or key not in position:
             continue
@@ -504,9 +515,18 @@ def _select_threads(
             chosen.append(position[key])
         elif proc is None:
             chosen.append(position[key])
-            counts.notes.append(
-                f"process {key[0]} has no process_name; its {thread_name} thread {key[1]} was taken"
-            )
+            unnamed.append(key)
+    if len(unnamed) <= _THREADS_SHOWN:
+        counts.notes.extend(
+            f"process {pid} has no process_name; its {thread_name} thread {tid} was taken"
+            for pid, tid in unnamed
+        )
+    else:
+        shown = ", ".join(str(pid) for pid, _ in unnamed[:_THREADS_SHOWN])
+        counts.notes.append(
+            f"{len(unnamed)} processes have no process_name ({shown}, ...); their "
+            f"{thread_name} threads were taken"
+        )
     if not chosen:
         named = sorted({(t, proc_names.get(k[0], "?")) for k, t in thread_names.items()})
         if named:
@@ -688,7 +708,7 @@ def _times(
     # Parent: the last slice before i (pre-order) one level up.
     by_depth = _stable_order(depth)
     keys = depth[by_depth] * k + by_depth
-    child = np.flatnonzero(depth > 0)
+    child = by_depth[depth[by_depth] > 0]  # queries in increasing order: a fast searchsorted
     parent = by_depth[np.searchsorted(keys, (depth[child] - 1) * k + child) - 1]
     dur = e - s
     self_time = dur - np.bincount(parent, weights=dur[child], minlength=k)
@@ -902,6 +922,9 @@ def _decode(data: bytes | bytearray, name: str, counts: _Counts) -> tuple[list[A
     last = n - 1
     while data[last] in _WHITESPACE:
         last -= 1
+        if n - last > 4096:  # likewise for trailing whitespace
+            last = len(data.rstrip(_WHITESPACE)) - 1
+            break
     repaired = lead == ord("[") and data[last] != ord("]") and data[last] in b",}"
     if repaired:
         # Unterminated array (Chrome killed while writing --trace-startup output).

@@ -302,12 +302,26 @@ def test_gzip_is_recognised_by_its_magic_not_its_name() -> None:
 
 @requires_data
 def test_nanosecond_display_unit_does_not_scale_timestamps() -> None:
-    path = TRACES / "fixtures" / "catapult__nanoseconds.json"
-    raw = json.loads(path.read_text())
-    assert raw["displayTimeUnit"] == "ns"
-    result = parse_trace(path, all_threads=True)
-    pairs = sorted(e["ts"] for e in raw["traceEvents"])
-    assert result.total_us.sum() <= pairs[-1] - pairs[0] + 1e-6
+    """catapult__nanoseconds.json: displayTimeUnit "ns", fractional microsecond ts; eight
+    back-to-back B/E pairs on one unnamed thread (us1 0-1.1, us2 1.1-1.3, us3 1.3-1.6,
+    us4 1.7-2.1, ns1 3.000-3.011, ns2 3.011-3.013, ns3 3.013-3.016, ns4 3.017-3.021)."""
+    result = parse_trace(TRACES / "fixtures" / "catapult__nanoseconds.json", all_threads=True)
+    expected = {
+        "us1": 1.1,
+        "us2": 0.2,
+        "us3": 0.3,
+        "us4": 0.4,
+        "ns1": 0.011,
+        "ns2": 0.002,
+        "ns3": 0.003,
+        "ns4": 0.004,
+    }
+    got = table(result)
+    assert got.keys() == expected.keys()
+    for name, us in expected.items():
+        assert got[name][0] == pytest.approx(us, abs=1e-9)
+        assert got[name][1] == pytest.approx(us, abs=1e-9)
+        assert got[name][2] == 1
 
 
 @requires_data
@@ -512,6 +526,18 @@ def test_default_selection_and_process_rules() -> None:
     assert table(everything) == {"a": (116.0, 116.0, 4), "c": (1000.0, 1000.0, 1)}
     other = parse(events, thread_name="CrRendererMain", process_name="Extension")
     assert table(other) == {"a": (101.0, 101.0, 2)}  # pid 3 has no process name: taken
+
+
+def test_many_unnamed_processes_make_one_note() -> None:
+    events = []
+    for pid in range(1, 13):
+        events += meta(pid, 1, "CrRendererMain") + [{"pid": pid, "tid": 1, **X("a", 0, 1)}]
+    result = parse(events)
+    assert table(result) == {"a": (12.0, 12.0, 12)}
+    assert result.summary.notes == (
+        "12 processes have no process_name (1, 2, 3, 4, 5, 6, 7, 8, ...); their "
+        "CrRendererMain threads were taken",
+    )
 
 
 def test_missing_thread_lists_the_threads_seen() -> None:
@@ -840,3 +866,21 @@ def test_property_single_sweep_equals_per_thread_sweep(rng: random.Random) -> No
         assert table(parse(events)) == looped
     finally:
         traces._MAX_LOOPED_THREADS = saved
+
+
+def test_the_parser_imports_no_django() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, ingest.traces; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'scipy')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[1],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert done.stdout.strip() == "[]"
