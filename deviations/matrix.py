@@ -24,6 +24,8 @@ CHOICES = {
     "rule": ("paper", "recommended"),
     "sort": ("deviations", "gap", "name"),
 }
+PER_RELEASE = ("estimate", "lo", "hi", "n")
+PER_PAIR = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "digression")
 PER_PAGE = 100
 MAX_PER_PAGE = 2000
 
@@ -128,10 +130,8 @@ def matrix_slice(series: Series, query: MatrixQuery) -> MatrixSlice | None:
     pages = max(1, -(-len(rows) // query.per))
     page = min(query.page, pages)
     shown = rows[(page - 1) * query.per : page * query.per]
-    per_release = ("estimate", "lo", "hi", "n")
-    arrays = {k: found[k][shown][:, cols] for k in per_release}
-    arrays |= {k: found[k][shown][:, pairs] for k in found if k not in per_release
-               and k not in ("release_ids", "function_ids")}
+    arrays = {k: found[k][shown][:, cols] for k in PER_RELEASE}
+    arrays |= {k: found[k][shown][:, pairs] for k in PER_PAIR}
     return MatrixSlice(
         query=replace(query, page=page),
         releases=versions[start:stop],
