@@ -25,6 +25,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+# Browser tests: Debian's Chromium driven by Playwright (never `playwright install`).
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture
+def page(live_server: Any) -> Iterator[Any]:
+    """A Chromium page on the live test server; screenshots go to ARTIFACTS."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)")
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop running in this thread; the ORM calls the
+    # tests make between page actions are still synchronous.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        context = browser.new_context(
+            base_url=live_server.url, viewport={"width": 1280, "height": 900}
+        )
+        pg = context.new_page()
+        pg.set_default_timeout(20_000)
+        yield pg
+        browser.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
 @pytest.fixture(autouse=True)
 def in_process_tasks(request: pytest.FixtureRequest) -> Iterator[None]:
     """Tasks run in-process except in tests marked ``services``, which use the real worker.
@@ -93,3 +123,22 @@ def simple_events() -> list[dict[str, Any]]:
     return renderer_events(
         [("Paint", 0, 1000), ("Layout", 100, 300), ("Paint", 150, 100), ("Layout", 2000, 50)]
     )
+
+
+@pytest.fixture
+def write_histograms(tmp_path: Path) -> Callable[..., Path]:
+    """write_histograms(name, records) -> path of a JSON file holding the list of records."""
+
+    def write(name: str, records: list[dict[str, Any]]) -> Path:
+        path = tmp_path / name
+        path.write_text(json.dumps(records))
+        return path
+
+    return write
+
+
+def plain_histogram(probe: str, build_id: str, counts: Any, **extra: Any) -> dict[str, Any]:
+    """A record of the plain form on buckets [0, 1), [1, 2), ... (docs/formats.md)."""
+    counts = [int(c) for c in counts]
+    return {"probe": probe, "build_id": build_id, "edges": list(range(len(counts) + 1)),
+            "counts": counts, **extra}

@@ -15,8 +15,7 @@ from django.core.management import call_command
 
 from deviations import demo
 from deviations.management.commands.demo import SERIES
-from tests.conftest import renderer_events
-from tests.test_browser import ARTIFACTS, page  # noqa: F401  (the Playwright page fixture)
+from tests.conftest import ARTIFACTS, renderer_events
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

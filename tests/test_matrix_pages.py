@@ -18,7 +18,9 @@ from tests.conftest import renderer_events
 
 pytestmark = pytest.mark.django_db
 
-PAINT = {"1.0": [100, 104, 98], "1.1": [102, 99, 103], "1.2": [300, 310, 295], "1.3": [301, 299, 306]}
+PAINT = {
+    "1.0": [100, 104, 98], "1.1": [102, 99, 103], "1.2": [300, 310, 295], "1.3": [301, 299, 306]
+}
 
 
 @pytest.fixture
