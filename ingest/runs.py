@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -99,22 +99,28 @@ def sha256_of(stream: IO[bytes]) -> tuple[str, int]:
 
 def register_run(
     release: Release,
-    stream: IO[bytes],
+    stream: IO[bytes] | None,
     file_name: str,
     options: ThreadOptions,
     *,
     keep_upload: bool,
     batch: uuid.UUID | None = None,
     user: Any = None,
+    digest: tuple[str, int] | None = None,
 ) -> Registered:
     """Make (or find) the Run for these bytes; it is pending unless it failed at once.
 
     ``keep_upload`` saves the bytes to media storage for a worker to read later (uploads);
-    the CLI passes False and parses the file where it lies. A file over
+    the CLI passes False and parses the file where it lies. ``digest`` (sha256, size), when
+    the caller already has it, saves reading ``stream``. A file over
     ``DEVIATIONS_MAX_TRACE_BYTES`` becomes a failed run without being stored.
     """
     name = safe_file_name(file_name)
-    sha, size = sha256_of(stream)
+    if digest is None:
+        if stream is None:
+            raise ValueError("register_run needs a stream or a digest")
+        digest = sha256_of(stream)
+    sha, size = digest
     limit = settings.DEVIATIONS_MAX_TRACE_BYTES
     fields: dict[str, Any] = {
         "release": release,
@@ -149,7 +155,7 @@ def register_run(
                 setattr(run, key, value)
         else:
             run = Run(series=release.series, sha256=sha, **fields)
-        if keep_upload and run.status == Run.PENDING:
+        if keep_upload and run.status == Run.PENDING and stream is not None:
             run.upload.save(f"{uuid.uuid4().hex}.trace", File(stream), save=False)
         run.save()
     return Registered(run, duplicate=False)
@@ -172,32 +178,40 @@ def _claim(run_id: int) -> bool:
     )
 
 
-def process_run(run_id: int, source: str | os.PathLike[str] | None = None) -> Run:
-    """Parse a pending run and store its times; idempotent.
-
-    ``source`` is the file to read (CLI); by default the run's stored upload. A run that is
-    not pending, or that another worker is processing, is left alone. Parse errors make the
-    run ``failed`` with a one-line reason and write no times.
-    """
-    if not _claim(run_id):
-        return Run.objects.get(pk=run_id)
-    run = Run.objects.get(pk=run_id)
-    path = Path(source) if source is not None else Path(run.upload.path)
-    options = run.options or {}
+def parse_file(path: Path, file_name: str, options: dict[str, Any]) -> FunctionTimes | str:
+    """The parsed trace, or the one-line reason it cannot be used."""
     try:
-        result = parse_trace(
+        return parse_trace(
             path,
-            display_name=run.file_name,
+            display_name=file_name,
             thread_name=options.get("thread_name", "CrRendererMain"),
             process_name=options.get("process_name", "Renderer"),
             all_threads=bool(options.get("all_threads", False)),
             max_bytes=settings.DEVIATIONS_MAX_TRACE_BYTES,
         )
     except TraceError as exc:
-        _finish_failed(run, str(exc))
+        return str(exc)
     except OSError as exc:
-        _finish_failed(run, f"{run.file_name}: cannot read the file ({exc.strerror or exc})")
+        return f"{file_name}: cannot read the file ({exc.strerror or exc})"
+
+
+def process_run(run_id: int, *, parsed: FunctionTimes | str | None = None) -> Run:
+    """Parse a pending run's uploaded file and store its times; idempotent.
+
+    ``parsed``, when the caller has already parsed the file (``ingest_local_file``), is
+    stored as is.
+    A run that is not pending, or that another worker is processing, is left alone. Parse
+    errors make the run ``failed`` with a one-line reason and write no times.
+    """
+    if not _claim(run_id):
+        return Run.objects.get(pk=run_id)
+    run = Run.objects.get(pk=run_id)
+    if parsed is None:
+        parsed = parse_file(Path(run.upload.path), run.file_name, run.options or {})
+    if isinstance(parsed, str):
+        _finish_failed(run, parsed)
     else:
+        result = parsed
         try:
             _store(run, result)
         except BaseException:
@@ -207,6 +221,30 @@ def process_run(run_id: int, source: str | os.PathLike[str] | None = None) -> Ru
     _drop_upload(run)
     run.refresh_from_db()
     return run
+
+
+def ingest_local_file(release: Release, path: Path, options: ThreadOptions) -> Registered:
+    """Ingest a file on this machine (CLI, demo): one run, stored whole or failed.
+
+    The file is hashed in a second thread while it is parsed (hashlib releases the GIL),
+    so on two cores the hash adds nothing to the parse time. A file whose bytes are already
+    a run of the series is recognised after the parse and left alone.
+    Raises OSError when the file cannot be opened.
+    """
+    name = safe_file_name(path.name)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        hashing = pool.submit(file_sha256, path)
+        parsed = parse_file(path, name, options.as_dict())
+        digest = hashing.result()
+    entry = register_run(release, None, name, options, keep_upload=False, digest=digest)
+    if entry.duplicate or entry.run.status != Run.PENDING:
+        return entry
+    return Registered(process_run(entry.run.pk, parsed=parsed), duplicate=False)
+
+
+def file_sha256(path: Path) -> tuple[str, int]:
+    with path.open("rb") as stream:
+        return sha256_of(stream)
 
 
 def _finish_failed(run: Run, reason: str) -> None:

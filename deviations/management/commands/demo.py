@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from deviations import demo
 from deviations.analysis import analyse_series
 from deviations.models import Run, Series
-from ingest.runs import ThreadOptions, get_release, process_run, register_run
+from ingest.runs import ThreadOptions, get_release, ingest_local_file
 
 SERIES = "chromium-demo.example-load"
 
@@ -41,11 +41,7 @@ class Command(BaseCommand):
             failed = 0
             for entry in runs:
                 release = get_release(SERIES, entry.release)
-                with entry.path.open("rb") as stream:
-                    registered = register_run(
-                        release, stream, entry.path.name, ThreadOptions(), keep_upload=False
-                    )
-                run = process_run(registered.run.pk, source=entry.path)
+                run = ingest_local_file(release, entry.path, ThreadOptions()).run
                 failed += run.status != Run.DONE
         series = Series.objects.get(name=SERIES)
         self.stdout.write(f"analysis: {analyse_series(series.pk)}")

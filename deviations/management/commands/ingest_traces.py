@@ -9,7 +9,7 @@ from tqdm import tqdm
 
 from deviations.analysis import analyse_series
 from deviations.models import Run
-from ingest.runs import IngestError, ThreadOptions, get_release, process_run, register_run
+from ingest.runs import IngestError, ThreadOptions, get_release, ingest_local_file
 
 
 class Command(BaseCommand):
@@ -66,11 +66,9 @@ class Command(BaseCommand):
     @staticmethod
     def _one(release: Any, path: Path, options: ThreadOptions) -> tuple[str, bool]:
         try:
-            stream = path.open("rb")
+            entry = ingest_local_file(release, path, options)
         except OSError as exc:
             return f"FAILED {path.name}: cannot open ({exc.strerror or exc})", False
-        with stream:
-            entry = register_run(release, stream, path.name, options, keep_upload=False)
         run = entry.run
         if entry.duplicate:
             return (
@@ -78,8 +76,6 @@ class Command(BaseCommand):
                 f"({run.file_name}, release {run.release.version})",
                 True,
             )
-        if run.status == Run.PENDING:
-            run = process_run(run.pk, source=path)
         if run.status == Run.DONE:
             summary = run.summary or {}
             return (
