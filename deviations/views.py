@@ -16,6 +16,8 @@ from deviations import charts, selectors
 from deviations.matrix import MatrixQuery, cell_rows, matrix_slice
 from deviations.models import Function, Release, Run, Series
 
+SERIES_FIELDS = ["series", "releases", "runs", "latest_from", "latest_to", "regressions",
+                 "improvements"]
 DEVIATION_FIELDS = ["function", "from_release", "to_release", "verdict", "gap", "diff",
                     "diff_lo", "diff_hi", "digression"]
 
@@ -41,6 +43,17 @@ def series_list(request: HttpRequest) -> HttpResponse:
         last_ingest=Max("runs__finished"),
     ))
     latest = {s.pk: selectors.latest_deviations(s) for s in series}
+    fmt = request.GET.get("format")
+    if fmt in ("csv", "json"):
+        rows = [
+            {"series": s.name, "releases": s.n_releases, "runs": s.n_runs,
+             "latest_from": (latest[s.pk] or {}).get("from"),
+             "latest_to": (latest[s.pk] or {}).get("to"),
+             "regressions": (latest[s.pk] or {}).get("regressions"),
+             "improvements": (latest[s.pk] or {}).get("improvements")}
+            for s in series
+        ]
+        return _table_response(rows, SERIES_FIELDS, fmt, "series")
     return render(request, "deviations/series_list.html",
                   {"series": [(s, latest[s.pk]) for s in series]})
 

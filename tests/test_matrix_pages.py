@@ -113,3 +113,7 @@ def test_release_page_lists_the_top_changes(client: Client, series: str) -> None
 def test_series_list_shows_the_latest_pair(client: Client, series: str) -> None:
     html = client.get("/").content.decode()
     assert "1.2 → 1.3" in html
+    assert client.get("/?format=json").json() == [{
+        "series": "s", "releases": 4, "runs": 12, "latest_from": "1.2", "latest_to": "1.3",
+        "regressions": 0, "improvements": 0,
+    }]
