@@ -1,7 +1,7 @@
 """Pure statistics core: numpy/scipy only, no Django (docs/statistics.md).
 
-The names of the project's statistics API (DESIGN.md, "Statistics API"); the modules
-hold more:
+The names of the project's statistics API (DESIGN.md, "Statistics API") are importable
+from here; the modules hold more:
 
 - ``intervals``: Olive's (2005) median interval, the t interval of the mean, intervals of
   differences; vectorised forms over NaN-padded arrays;
@@ -13,25 +13,32 @@ hold more:
   2022);
 - ``paired``: interleaved A/B comparisons (paired bootstrap, sign test, A/A floor, Holm,
   Welch).
+
+The names load their module on first use (PEP 562), so importing one module does not
+import the others (scipy.stats alone takes a second to import).
 """
 
-from deviations.stats.compare import Comparison, ComparisonMatrix, compare, compare_matrix
-from deviations.stats.histograms import bhattacharyya, detect_changes, hellinger
-from deviations.stats.intervals import Interval, mean_ci, median_ci
-from deviations.stats.paired import paired_ci
-from deviations.stats.sequential import SequentialTest
+from importlib import import_module
+from typing import Any
 
-__all__ = [
-    "Comparison",
-    "ComparisonMatrix",
-    "Interval",
-    "SequentialTest",
-    "bhattacharyya",
-    "compare",
-    "compare_matrix",
-    "detect_changes",
-    "hellinger",
-    "mean_ci",
-    "median_ci",
-    "paired_ci",
-]
+_EXPORTS = {
+    "Comparison": "compare",
+    "ComparisonMatrix": "compare",
+    "compare": "compare",
+    "compare_matrix": "compare",
+    "bhattacharyya": "histograms",
+    "detect_changes": "histograms",
+    "hellinger": "histograms",
+    "Interval": "intervals",
+    "mean_ci": "intervals",
+    "median_ci": "intervals",
+    "paired_ci": "paired",
+    "SequentialTest": "sequential",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{_EXPORTS[name]}"), name)
