@@ -220,8 +220,13 @@ class SeriesAnalysis(models.Model):
     runs, in series order). ``arrays`` is an ``.npz`` of: per release (F × R) ``estimate``,
     ``lo``, ``hi``, ``n``; per consecutive pair (F × R-1, column ``r-1`` for the pair
     ``r-1 → r``) ``verdict`` (codes of ``deviations.stats.compare``), ``gap``, ``diff``,
-    ``diff_lo``, ``diff_hi``, ``p_value``, ``q_value``, ``digression``. Pages read one row and
-    slice it; nothing is recomputed in a view (docs/architecture.md).
+    ``diff_lo``, ``diff_hi``, ``p_value``, ``q_value``, ``digression``; recommended rule only,
+    per pair: ``z`` (windowed Mann–Whitney z, ranks the local maximum) and ``shift`` (relative
+    change of the windowed medians). Bookkeeping of incremental updates: ``run_ids`` (the done
+    runs of every column, in load order, split by ``run_counts``, one per column) and
+    ``params`` (confidence, window, fdr, min_relative_effect). Pages read one row and slice
+    it; nothing is recomputed in a view (docs/architecture.md, "Analysis: stored matrices,
+    incremental updates").
     """
 
     METRICS = [("self", "self time"), ("total", "total time")]

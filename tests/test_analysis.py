@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 import io
+import itertools
 import json
+import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +15,11 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.utils import timezone
 
 from deviations import analysis, demo
-from deviations.models import Series, SeriesAnalysis
-from deviations.stats.compare import compare
+from deviations.models import Function, Release, Run, RunTimes, Series, SeriesAnalysis
+from deviations.stats.compare import compare, compare_matrix
 from deviations.stats.intervals import mean_ci, median_ci
 from tests.conftest import renderer_events
 
@@ -139,3 +144,242 @@ def test_demo_analysis_finds_the_planted_changes() -> None:
                ("V8.ScriptCompiler", demo.RELEASES[4]), ("V8.ScriptCompiler", demo.RELEASES[8])}
     # Stable functions may not all be quiet, but false flags must stay rare.
     assert len(set(found) - planted) <= 2, sorted(set(found) - planted)
+
+
+# --- incremental updates ---------------------------------------------------------------
+
+
+class RandomSeries:
+    """A series filled directly with packed run times (no traces): steps, ties, new names."""
+
+    def __init__(self, seed: int, functions: int = 14) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.series = Series.objects.create(name=f"random-{seed}")
+        self.fids = [
+            Function.objects.create(series=self.series, name=f"f{k}").pk
+            for k in range(functions)
+        ]
+        self.base = self.rng.lognormal(5.0, 1.0, size=functions)
+        self.level = {}  # release number -> per-function multiplier
+        self.made = 0
+
+    def release(self, number: int) -> Release:
+        found = Release.objects.filter(series=self.series, version=str(number)).first()
+        if found is None:
+            found = Release.objects.create(series=self.series, version=str(number), order=number)
+        return found
+
+    def add_runs(self, number: int, runs: int) -> None:
+        if number not in self.level:
+            # Levels move in steps shared by a few functions, so both rules find deviations.
+            self.level[number] = np.where(
+                self.rng.random(len(self.fids)) < 0.15, self.rng.choice([0.5, 2.0]), 1.0
+            ) * np.where(np.arange(len(self.fids)) < 3, 1 + (number // 5) % 2, 1.0)
+        release = self.release(number)
+        for _ in range(runs):
+            self.made += 1
+            # The last functions appear only in some runs (new rows, zeros elsewhere).
+            present = np.arange(len(self.fids)) < len(self.fids) - 3
+            present |= self.rng.random(len(self.fids)) < 0.1
+            times = self.base * self.level[number] * self.rng.lognormal(0, 0.08, len(self.fids))
+            times[:2] = np.round(times[:2] / 50) * 50  # coarse clock: ties
+            run = Run.objects.create(
+                series=self.series, release=release, sha256=f"{self.made:064d}",
+                file_name=f"{number}-{self.made}.json", size_bytes=1, status=Run.DONE,
+                finished=timezone.now(),
+            )
+            ids = np.array(self.fids)[present]
+            RunTimes.pack(run, ids, times[present], times[present] * 1.5,
+                          np.ones(len(ids), dtype=np.int64)).save()
+
+
+def stored_arrays(series: Series) -> dict[tuple[str, str, str], dict[str, np.ndarray]]:
+    return {
+        (a.metric, a.estimator, a.rule): analysis.unpack(a)
+        for a in SeriesAnalysis.objects.filter(series=series)
+    }
+
+
+def assert_same_as_full(series: Series) -> None:
+    """The stored (incrementally kept) arrays equal a full recompute, array for array."""
+    stored = stored_arrays(series)
+    full = analysis.compute(analysis.current_columns(series), None)
+    assert full.plan.full
+    assert set(stored) == set(full.arrays)
+    for kind, arrays in full.arrays.items():
+        got = stored[kind]
+        np.testing.assert_array_equal(got["function_ids"], full.function_ids)
+        np.testing.assert_array_equal(got["release_ids"], full.columns.release_ids)
+        assert set(got) - {"function_ids", "release_ids"} == set(arrays), kind
+        for key, expected in arrays.items():
+            assert got[key].dtype == expected.dtype, (kind, key)
+            np.testing.assert_array_equal(got[key], expected, err_msg=f"{kind} {key}")
+
+
+CALLS = itertools.count()
+
+
+def analysed_incrementally(series: Series) -> int:
+    """Analyse; return how many releases' samples were loaded (fails on a full recompute).
+
+    Every other call forgets the state this process remembers, so both ways of getting the
+    stored analysis (remembered, read back) are checked.
+    """
+    if next(CALLS) % 2:
+        analysis._last.clear()
+    message = analysis.analyse_series(series.pk)
+    match = re.search(r"incremental: \d+ releases? changed, samples of (\d+) loaded", message)
+    assert match, message
+    return int(match.group(1))
+
+
+# Releases within 2 * WINDOW - 1 of one change, plus the change itself.
+MOST_LOADED = 2 * (2 * analysis.WINDOW - 1) + 1
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_releases_added_in_order_match_a_full_recompute(seed: int) -> None:
+    data = RandomSeries(seed)
+    for number in range(3):
+        data.add_runs(number, int(data.rng.integers(2, 6)))
+    assert "incremental" not in analysis.analyse_series(data.series.pk)  # the first: full
+    for number in range(3, 18):
+        data.add_runs(number, int(data.rng.integers(2, 6)))
+        assert analysed_incrementally(data.series) <= MOST_LOADED
+        assert_same_as_full(data.series)
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_releases_inserted_out_of_order_match_a_full_recompute(seed: int) -> None:
+    data = RandomSeries(seed)
+    numbers = [int(n) for n in data.rng.permutation(18)]
+    for number in numbers[:3]:
+        data.add_runs(number, int(data.rng.integers(2, 6)))
+    analysis.analyse_series(data.series.pk)
+    for number in numbers[3:]:
+        data.add_runs(number, int(data.rng.integers(2, 6)))
+        loaded = analysed_incrementally(data.series)
+        assert loaded <= MOST_LOADED
+        assert_same_as_full(data.series)
+    columns = analysis.current_columns(data.series)
+    assert len(columns.release_ids) == 18
+
+
+@pytest.mark.parametrize("seed", [6, 7, 8])
+def test_runs_added_to_existing_releases_match_a_full_recompute(seed: int) -> None:
+    data = RandomSeries(seed)
+    for number in range(16):
+        # Some releases start with one run: not a column until the second arrives.
+        data.add_runs(number, 1 if number % 5 == 2 else int(data.rng.integers(2, 5)))
+    analysis.analyse_series(data.series.pk)
+    for _ in range(12):
+        number = int(data.rng.integers(0, 16))
+        data.add_runs(number, int(data.rng.integers(1, 4)))
+        assert analysed_incrementally(data.series) <= MOST_LOADED
+        assert_same_as_full(data.series)
+
+
+def test_full_recompute_agrees_with_compare_matrix() -> None:
+    data = RandomSeries(9)
+    for number in range(12):
+        data.add_runs(number, int(data.rng.integers(2, 6)))
+    analysis.analyse_series(data.series.pk)
+    samples = analysis.load_samples(data.series)
+    stored = stored_arrays(data.series)
+    for (metric, estimator, rule), got in stored.items():
+        expected = compare_matrix(samples.metric(metric), analysis.CONFIDENCE, rule=rule,
+                                  estimator=estimator, window=analysis.WINDOW, fdr=analysis.FDR,
+                                  min_relative_effect=analysis.MIN_RELATIVE_EFFECT)
+        # Verdict codes exactly; numbers up to summation order (means of padded releases).
+        np.testing.assert_array_equal(got["verdict"], expected.verdict)
+        np.testing.assert_array_equal(got["digression"], expected.digression)
+        np.testing.assert_array_equal(got["n"], expected.n)
+        chosen = expected.median if estimator == "median" else expected.mean
+        for key, value in [("estimate", chosen.estimate), ("lo", chosen.lo), ("hi", chosen.hi),
+                           ("gap", expected.gap), ("diff", expected.diff),
+                           ("p_value", expected.p_value), ("q_value", expected.q_value)]:
+            np.testing.assert_allclose(got[key], value, rtol=1e-12, atol=1e-9, err_msg=key)
+        if rule == "recommended":
+            np.testing.assert_allclose(got["shift"], expected.shift, rtol=1e-12)
+    assert np.any(stored[("self", "median", "recommended")]["verdict"] >= 2)  # found steps
+
+
+def test_analysis_parameters_are_compare_matrix_defaults() -> None:
+    defaults = inspect.signature(compare_matrix).parameters
+    assert analysis.CONFIDENCE == defaults["confidence"].default
+    assert analysis.WINDOW == defaults["window"].default
+    assert analysis.FDR == defaults["fdr"].default
+    assert analysis.MIN_RELATIVE_EFFECT == defaults["min_relative_effect"].default
+
+
+def test_a_vanished_run_or_new_parameters_recompute_everything(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = RandomSeries(10)
+    for number in range(8):
+        data.add_runs(number, 3)
+    analysis.analyse_series(data.series.pk)
+    Run.objects.filter(series=data.series, release__version="4").first().delete()
+    Run.objects.filter(series=data.series, release__version="7").update(finished=timezone.now())
+    message = analysis.analyse_series(data.series.pk)
+    assert message == "12 functions × 8 releases analysed" or "incremental" not in message
+    assert_same_as_full(data.series)
+    monkeypatch.setattr(analysis, "PARAMS", analysis.PARAMS + [0, 1, 0, 0])
+    monkeypatch.setattr(analysis, "WINDOW", analysis.WINDOW + 1)
+    data.add_runs(8, 3)
+    assert "incremental" not in analysis.analyse_series(data.series.pk)
+    assert_same_as_full(data.series)
+
+
+def test_a_finished_run_already_seen_only_moves_the_snapshot() -> None:
+    data = RandomSeries(11)
+    for number in range(4):
+        data.add_runs(number, 2)
+    analysis.analyse_series(data.series.pk)
+    before = {a.pk: bytes(a.arrays) for a in SeriesAnalysis.objects.all()}
+    Run.objects.filter(series=data.series).update(finished=timezone.now())  # seen, restamped
+    assert analysis.analyse_series(data.series.pk) == "no new runs since the stored analysis"
+    assert {a.pk: bytes(a.arrays) for a in SeriesAnalysis.objects.all()} == before
+    assert analysis.analyse_series(data.series.pk) == "up to date"
+
+
+def test_an_older_snapshot_never_overwrites_a_newer_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = RandomSeries(12)
+    for number in range(5):
+        data.add_runs(number, 3)
+    analysis.analyse_series(data.series.pk)
+    data.add_runs(5, 3)
+    stamps = iter([timezone.now() - timedelta(hours=1)])
+    monkeypatch.setattr(analysis.timezone, "now", lambda: next(stamps))
+    assert analysis.analyse_series(data.series.pk) == "a newer analysis is stored"
+    monkeypatch.undo()
+    analysed_incrementally(data.series)
+    assert_same_as_full(data.series)
+
+
+def test_the_remembered_state_is_used_only_while_it_is_what_is_stored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = RandomSeries(13)
+    for number in range(6):
+        data.add_runs(number, 3)
+    analysis.analyse_series(data.series.pk)
+    reads = []
+    fetch = analysis._fetch
+    monkeypatch.setattr(analysis, "_fetch", lambda *a: reads.append(a) or fetch(*a))
+    data.add_runs(6, 3)
+    analysed_incrementally_warm(data.series)
+    assert reads == []  # remembered: nothing read back
+    # Another process stores a newer analysis: what this one remembers is stale.
+    stale = dict(analysis._last)
+    analysis.analyse_series(data.series.pk, force=True)
+    analysis._last.clear()
+    analysis._last.update(stale)
+    data.add_runs(7, 3)
+    analysed_incrementally_warm(data.series)
+    assert len(reads) == 1
+    assert_same_as_full(data.series)
+
+
+def analysed_incrementally_warm(series: Series) -> None:
+    assert "incremental" in analysis.analyse_series(series.pk)

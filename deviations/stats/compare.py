@@ -63,11 +63,16 @@ __all__ = [
     "VERDICTS",
     "Comparison",
     "ComparisonMatrix",
+    "PairStatistics",
+    "WindowTests",
     "benjamini_hochberg",
     "compare",
     "compare_matrix",
     "digressions",
+    "pair_statistics",
+    "recommended_verdicts",
     "verdict_name",
+    "window_tests",
 ]
 
 Estimator = Literal["median", "mean"]
@@ -357,22 +362,78 @@ class ComparisonMatrix:
     digression: BoolArray
 
 
-def _window_mann_whitney(x: FloatArray, window: int) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Mann–Whitney z, two-sided p and relative median shift at every boundary.
+@dataclass(frozen=True)
+class WindowTests:
+    """Windowed Mann–Whitney statistics of the recommended rule, one column per boundary.
 
-    Boundary ``k`` pools releases ``max(0, k+1-window) .. k`` (left) against
-    ``k+1 .. min(R-1, k+window)`` (right). One loop over boundaries; each step is
-    vectorised over all functions.
+    Attributes
+    ----------
+    z : ndarray of float64
+        Signed z of the normal approximation (positive: the later window is slower).
+    p_value : ndarray of float64
+        Raw two-sided p-value (exact where :func:`compare_matrix` says so).
+    shift : ndarray of float64
+        ``(med_R - med_L) / |med_L|`` of the pooled medians.
     """
+
+    z: FloatArray
+    p_value: FloatArray
+    shift: FloatArray
+
+
+def window_tests(
+    samples: npt.ArrayLike, window: int = 3, boundaries: range | None = None
+) -> WindowTests:
+    """Step 1 and 3 of the recommended rule (:func:`compare_matrix`) at some boundaries.
+
+    Parameters
+    ----------
+    samples : array_like of float64, shape (functions, releases, runs)
+        Run times, NaN-padded.
+    window : int, default 3
+        Releases pooled on each side of a boundary.
+    boundaries : range, optional
+        Boundaries to test (boundary ``k`` separates releases ``k`` and ``k+1``);
+        all ``releases - 1`` of them by default.
+
+    Returns
+    -------
+    WindowTests
+        Arrays of shape ``(functions, len(boundaries))``.
+
+    Raises
+    ------
+    ValueError
+        ``samples`` not 3-D, ``window < 1``, a boundary out of range.
+
+    Notes
+    -----
+    Boundary ``k`` pools releases ``max(0, k+1-window) .. k`` (left) against
+    ``k+1 .. min(R-1, k+window)`` (right) of ``samples``: a boundary's statistics
+    depend on those ``2 window`` releases only, so a caller holding a stored matrix
+    recomputes the boundaries whose windows hold a changed release and passes the
+    releases within ``2 window - 1`` of the change (the ends of ``samples`` must then
+    be the ends of the series or lie beyond every window). The result does not depend
+    on the NaN padding: ranks, rank sums and medians are exact. One loop over
+    boundaries; each step is vectorised over all functions.
+    """
+    x = np.asarray(samples, dtype=np.float64)
+    if x.ndim != 3:
+        raise ValueError(f"samples must have shape (functions, releases, runs), got {x.shape}")
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
     F, R, _ = x.shape
-    z = np.full((F, R - 1), np.nan)
-    p = np.full((F, R - 1), np.nan)
-    shift = np.full((F, R - 1), np.nan)
-    for k in range(R - 1):
+    ks = range(R - 1) if boundaries is None else boundaries
+    if len(ks) and (min(ks) < 0 or max(ks) > R - 2):
+        raise ValueError(f"boundaries {ks} outside 0 .. {R - 2}")
+    z = np.full((F, len(ks)), np.nan)
+    p = np.full((F, len(ks)), np.nan)
+    shift = np.full((F, len(ks)), np.nan)
+    for j, k in enumerate(ks):
         left = x[:, max(0, k + 1 - window) : k + 1, :].reshape(F, -1)
         right = x[:, k + 1 : min(R, k + 1 + window), :].reshape(F, -1)
-        z[:, k], p[:, k], shift[:, k] = _mann_whitney_rows(left, right)
-    return z, p, shift
+        z[:, j], p[:, j], shift[:, j] = _mann_whitney_rows(left, right)
+    return WindowTests(z=z, p_value=p, shift=shift)
 
 
 def _mann_whitney_rows(
@@ -547,6 +608,125 @@ def _local_maximum(strength: FloatArray, window: int) -> BoolArray:
     return out
 
 
+@dataclass(frozen=True)
+class PairStatistics:
+    """What both rules know of adjacent releases ``a → b``, element-wise.
+
+    Attributes
+    ----------
+    paired : ndarray of bool
+        Both releases have at least :data:`MIN_RUNS` runs; elsewhere every other
+        field is NaN or :data:`NO_VERDICT`.
+    gap, diff, diff_lo, diff_hi : ndarray of float64
+        As in :class:`ComparisonMatrix`.
+    paper_verdict : ndarray of int8
+        The paper rule's verdict codes.
+    paper_p_value : ndarray of float64
+        Two-sided p-value of the t statistic behind the difference interval.
+    """
+
+    paired: BoolArray
+    gap: FloatArray
+    diff: FloatArray
+    diff_lo: FloatArray
+    diff_hi: FloatArray
+    paper_verdict: Int8Array
+    paper_p_value: FloatArray
+
+
+def pair_statistics(
+    a: IntervalArray, b: IntervalArray, confidence: float = 0.95
+) -> PairStatistics:
+    """Difference interval, gap and paper verdict of adjacent releases, element-wise.
+
+    Parameters
+    ----------
+    a, b : IntervalArray
+        Per-release intervals of the earlier and later release of each pair (same
+        shape; from :func:`~deviations.stats.intervals.median_ci_array` or
+        :func:`~deviations.stats.intervals.mean_ci_array`).
+    confidence : float, default 0.95
+        Level of the difference interval.
+
+    Returns
+    -------
+    PairStatistics
+
+    Notes
+    -----
+    The per-pair part of :func:`compare_matrix` (paper rule in full; ``gap`` and
+    the difference interval for both rules). Each cell depends on its two releases
+    only, so a stored matrix recomputes the pairs that touch a changed release.
+    """
+    d = diff_ci_array(a, b, confidence)
+    paired = (a.n >= MIN_RUNS) & (b.n >= MIN_RUNS)
+    return PairStatistics(
+        paired=paired,
+        gap=np.where(paired, _signed_gap(a, b), np.nan),
+        diff=np.where(paired, d.estimate, np.nan),
+        diff_lo=np.where(paired, d.lo, np.nan),
+        diff_hi=np.where(paired, d.hi, np.nan),
+        paper_verdict=_paper_verdicts(a, b, d),
+        paper_p_value=np.where(paired, _t_p_value(d), np.nan),
+    )
+
+
+def recommended_verdicts(
+    p_value: npt.ArrayLike,
+    z: npt.ArrayLike,
+    shift: npt.ArrayLike,
+    paired: npt.ArrayLike,
+    *,
+    window: int = 3,
+    fdr: float = 0.05,
+    min_relative_effect: float = 0.1,
+) -> tuple[FloatArray, Int8Array]:
+    """Steps 2 and 4 of the recommended rule (:func:`compare_matrix`): q-values and verdicts.
+
+    Parameters
+    ----------
+    p_value, z, shift : array_like of float, shape (functions, releases - 1)
+        Window statistics (:func:`window_tests`) of every boundary of the matrix,
+        NaN where not ``paired``.
+    paired : array_like of bool, same shape
+        Both releases of the pair have at least :data:`MIN_RUNS` runs.
+    window, fdr, min_relative_effect
+        As in :func:`compare_matrix`.
+
+    Returns
+    -------
+    q_value : ndarray of float64
+        Benjamini–Hochberg over every finite ``p_value`` of the matrix.
+    verdict : ndarray of int8
+        Verdict codes.
+
+    Notes
+    -----
+    Both steps are global (the Benjamini–Hochberg thresholds depend on every
+    p-value; the local maximum of ``|z|`` on ``window - 1`` neighbours each side),
+    but cheap: one sort and ``window - 1`` comparisons. A stored matrix re-runs
+    them over its stored arrays after recomputing the boundaries a change touched.
+    """
+    p = np.asarray(p_value, dtype=np.float64)
+    zz = np.asarray(z, dtype=np.float64)
+    sh = np.asarray(shift, dtype=np.float64)
+    ok = np.asarray(paired, dtype=np.bool_)
+    q_value = benjamini_hochberg(p)
+    significant = q_value <= fdr
+    kept = (
+        significant
+        & (np.abs(sh) >= min_relative_effect)
+        & _local_maximum(np.where(ok, np.abs(zz), np.nan), window)
+    )
+    code = np.where(
+        kept,
+        np.where(sh > 0, REGRESSION, IMPROVEMENT),
+        np.where(significant, SIGNIFICANT_OVERLAP, NONSIGNIFICANT_OVERLAP),
+    )
+    verdict: Int8Array = np.where(ok, code, NO_VERDICT).astype(np.int8)
+    return q_value, verdict
+
+
 def compare_matrix(
     samples: npt.ArrayLike,
     confidence: float = 0.95,
@@ -662,31 +842,26 @@ def compare_matrix(
         raise ValueError(f"unknown estimator {estimator!r}")
     a = _slice(chosen, slice(None, -1))
     b = _slice(chosen, slice(1, None))
-    d = diff_ci_array(a, b, confidence)
-    paired = (a.n >= MIN_RUNS) & (b.n >= MIN_RUNS)
-    gap = np.where(paired, _signed_gap(a, b), np.nan)
+    pairs = pair_statistics(a, b, confidence)
+    paired = pairs.paired
     if rule == "paper":
-        verdict = _paper_verdicts(a, b, d)
-        p_value = np.where(paired, _t_p_value(d), np.nan)
+        verdict = pairs.paper_verdict
+        p_value = pairs.paper_p_value
         q_value = np.full(verdict.shape, np.nan)
         shift = np.full(verdict.shape, np.nan)
     else:
-        z, p_raw, shift = _window_mann_whitney(x, window)
-        p_value = np.where(paired, p_raw, np.nan)
-        q_value = benjamini_hochberg(p_value)
-        significant = q_value <= fdr
-        kept = (
-            significant
-            & (np.abs(shift) >= min_relative_effect)
-            & _local_maximum(np.where(paired, np.abs(z), np.nan), window)
+        tests = window_tests(x, window)
+        p_value = np.where(paired, tests.p_value, np.nan)
+        shift = np.where(paired, tests.shift, np.nan)
+        q_value, verdict = recommended_verdicts(
+            p_value,
+            np.where(paired, tests.z, np.nan),
+            shift,
+            paired,
+            window=window,
+            fdr=fdr,
+            min_relative_effect=min_relative_effect,
         )
-        code = np.where(
-            kept,
-            np.where(shift > 0, REGRESSION, IMPROVEMENT),
-            np.where(significant, SIGNIFICANT_OVERLAP, NONSIGNIFICANT_OVERLAP),
-        )
-        verdict = np.where(paired, code, NO_VERDICT).astype(np.int8)
-        shift = np.where(paired, shift, np.nan)
     return ComparisonMatrix(
         rule=rule,
         estimator=estimator,
@@ -695,10 +870,10 @@ def compare_matrix(
         mean=mean,
         n=med.n,
         verdict=verdict,
-        gap=gap,
-        diff=np.where(paired, d.estimate, np.nan),
-        diff_lo=np.where(paired, d.lo, np.nan),
-        diff_hi=np.where(paired, d.hi, np.nan),
+        gap=pairs.gap,
+        diff=pairs.diff,
+        diff_lo=pairs.diff_lo,
+        diff_hi=pairs.diff_hi,
         p_value=p_value,
         q_value=q_value,
         shift=shift,

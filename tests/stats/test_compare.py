@@ -27,9 +27,19 @@ from deviations.stats.compare import (
     compare,
     compare_matrix,
     digressions,
+    pair_statistics,
+    recommended_verdicts,
     verdict_name,
+    window_tests,
 )
-from deviations.stats.intervals import mean_ci, median_ci, median_diff_ci
+from deviations.stats.intervals import (
+    IntervalArray,
+    mean_ci,
+    mean_ci_array,
+    median_ci,
+    median_ci_array,
+    median_diff_ci,
+)
 
 SIMULATION = Path(__file__).resolve().parents[2] / "docs" / "simulations" / "compare_rules.py"
 
@@ -356,3 +366,60 @@ def test_recommended_rule_meets_targets(noise):
         assert rec.false_flags <= 0.01, (noise, runs, rec)
         assert rec.misplaced <= 0.01, (noise, runs, rec)
         assert rec.found > paper.found, (noise, runs, rec, paper)
+
+
+# --- the pieces a stored matrix recomputes (deviations/analysis.py) ---------------------
+
+
+def _stepped_samples(seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = rng.lognormal(5.0, 0.2, size=(60, 14, 6))
+    x[:20, 7:] *= 1.6
+    x[20:30, 4:9] *= 0.6
+    x[30:40] = np.round(x[30:40] / 30)  # ties
+    x[:, 3, 4:] = np.nan  # a release with fewer runs
+    return x
+
+
+@pytest.mark.parametrize("window", [1, 2, 3, 4])
+def test_window_tests_on_a_slice_equal_the_whole_series(window):
+    """Boundary k only sees releases k+1-window .. k+window: a slice that holds them gives
+    the same numbers, whatever the padding."""
+    x = _stepped_samples(1)
+    whole = window_tests(x, window)
+    R = x.shape[1]
+    for k in range(R - 1):
+        lo, hi = max(0, k + 1 - window), min(R, k + 1 + window)
+        part = np.concatenate([x[:, lo:hi], np.full((60, hi - lo, 3), np.nan)], axis=2)
+        got = window_tests(part, window, range(k - lo, k - lo + 1))
+        for name in ("z", "p_value", "shift"):
+            np.testing.assert_array_equal(
+                getattr(got, name)[:, 0], getattr(whole, name)[:, k], err_msg=f"{name} {k}"
+            )
+
+
+def test_window_tests_refuse_boundaries_out_of_range():
+    with pytest.raises(ValueError, match="outside"):
+        window_tests(np.ones((2, 3, 2)), 2, range(0, 3))
+
+
+@pytest.mark.parametrize("estimator", ["median", "mean"])
+def test_pieces_rebuild_compare_matrix(estimator):
+    x = _stepped_samples(2)
+    chosen = (median_ci_array if estimator == "median" else mean_ci_array)(x)
+    a = IntervalArray(*(getattr(chosen, f)[:, :-1] for f in IntervalArray.__dataclass_fields__))
+    b = IntervalArray(*(getattr(chosen, f)[:, 1:] for f in IntervalArray.__dataclass_fields__))
+    pairs = pair_statistics(a, b)
+    paper = compare_matrix(x, rule="paper", estimator=estimator)
+    np.testing.assert_array_equal(pairs.paper_verdict, paper.verdict)
+    np.testing.assert_array_equal(pairs.paper_p_value, paper.p_value)
+    for name in ("gap", "diff", "diff_lo", "diff_hi"):
+        np.testing.assert_array_equal(getattr(pairs, name), getattr(paper, name))
+    rec = compare_matrix(x, rule="recommended", estimator=estimator)
+    w = window_tests(x)
+    masked = [np.where(pairs.paired, v, np.nan) for v in (w.p_value, w.z, w.shift)]
+    q, verdict = recommended_verdicts(*masked, pairs.paired)
+    np.testing.assert_array_equal(verdict, rec.verdict)
+    np.testing.assert_array_equal(q, rec.q_value)
+    assert np.any(verdict == REGRESSION)
+    assert np.any(verdict == IMPROVEMENT)
