@@ -96,7 +96,9 @@ class MatrixSlice:
 
 def matrix_slice(series: Series, query: MatrixQuery) -> MatrixSlice | None:
     """The part of the stored matrix the controls select, or None before any analysis."""
-    found = selectors.stored_analysis(series, query.metric, query.estimator, query.rule)
+    found = selectors.stored_analysis(
+        series, query.metric, query.estimator, query.rule, keys=PER_RELEASE + PER_PAIR
+    )
     if found is None:
         return None
     versions = selectors.release_versions(found["release_ids"])

@@ -1,14 +1,14 @@
 """Reads for pages, API and exports (no writes here)."""
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from django.db.models import Count, Q
 
-from deviations.analysis import unpack
-from deviations.models import Function, Release, Run, Series, SeriesAnalysis
+from deviations.analysis import read_analysis
+from deviations.models import Function, Release, Run, Series
 from deviations.stats.compare import IMPROVEMENT, NO_VERDICT, REGRESSION, verdict_name
 from deviations.stats.intervals import MIN_RUNS, median_ci
 
@@ -92,13 +92,13 @@ def release_function_table(release: Release, limit: int = 100) -> list[dict[str,
 
 
 def stored_analysis(
-    series: Series, metric: str, estimator: str, rule: str
+    series: Series, metric: str, estimator: str, rule: str, keys: Iterable[str] | None = None
 ) -> dict[str, np.ndarray] | None:
-    """The stored matrices of one (metric, estimator, rule), or None before any analysis."""
-    found = SeriesAnalysis.objects.filter(
-        series=series, metric=metric, estimator=estimator, rule=rule
-    ).first()
-    return unpack(found) if found is not None else None
+    """The stored matrices of one (metric, estimator, rule), or None before any analysis.
+
+    ``keys`` limits the arrays decoded (``release_ids`` and ``function_ids`` always come).
+    """
+    return read_analysis(series, metric, estimator, rule, keys)
 
 
 def release_versions(release_ids: np.ndarray) -> list[str]:
