@@ -40,7 +40,10 @@ from typing import Final, Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats  # type: ignore[import-untyped]  # no scipy-stubs in the venv
+
+# scipy.special rather than scipy.stats: the same distribution functions at a fifth of the
+# import time (docs/architecture.md).
+from scipy import special  # type: ignore[import-untyped]  # no scipy-stubs in the venv
 
 from ._typing import BoolArray, FloatArray, Int8Array, IntArray
 from .intervals import (
@@ -164,7 +167,7 @@ def _t_p_value(d: IntervalArray) -> FloatArray:
     """Two-sided p-value of the t statistic ``diff / se`` behind the difference interval."""
     with np.errstate(invalid="ignore", divide="ignore"):
         t = np.abs(d.estimate) / d.se
-    p = 2.0 * stats.t.sf(t, d.df)
+    p = 2.0 * special.stdtr(d.df, -t)  # t.sf(t, df)
     # Zero standard error (every run tied): the difference is exact, 0 or 1.
     p = np.where(d.se == 0, np.where(d.estimate == 0, 1.0, 0.0), p)
     out: FloatArray = np.where(np.isnan(d.estimate), np.nan, p)
@@ -480,7 +483,7 @@ def _mann_whitney_rows(
         var = nl * nr / 12.0 * ((Nf + 1.0) - tie_term / (Nf * (Nf - 1.0)))
         dev = u_right - mu
         z = np.sign(dev) * np.maximum(np.abs(dev) - 0.5, 0.0) / np.sqrt(var)
-    p = np.minimum(2.0 * stats.norm.sf(np.abs(z)), 1.0)
+    p = np.minimum(2.0 * special.ndtr(-np.abs(z)), 1.0)  # norm.sf(|z|)
     enough = (n_left >= 1) & (n_right >= 1)
     untied = tie_term == 0
     exact = enough & untied & (n_left * n_right <= EXACT_MAX_PAIRS)
