@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from deviations import histogram_admin  # noqa: F401  (registers the histogram models)
 from deviations.models import ApiToken, Function, Release, Run, Series
 
 

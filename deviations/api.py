@@ -168,3 +168,8 @@ def list_releases(request: HttpRequest, name: str) -> list[Any]:
 def get_upload(request: HttpRequest, batch: uuid.UUID) -> list[dict[str, Any]]:
     runs = Run.objects.filter(upload_batch=batch).select_related("series", "release")
     return [run_out(r) for r in runs.order_by("id")]
+
+
+from deviations.histogram_api import router as histograms_router  # noqa: E402
+
+api.add_router("/histograms", histograms_router)

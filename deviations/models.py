@@ -252,3 +252,14 @@ class SeriesAnalysis(models.Model):
 
     def __str__(self) -> str:
         return f"{self.series.name} {self.metric}/{self.estimator}/{self.rule}"
+
+
+# The histogram side lives in its own module; importing it here registers its models.
+from deviations.histogram_models import (  # noqa: E402,F401,I001
+    HistogramChange,
+    HistogramRuleDefaults,
+    HistogramSnapshot,
+    Probe,
+    SentAlert,
+    Subscription,
+)

@@ -146,6 +146,18 @@ else:
     EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="deviations@localhost")
 
+# --- Histogram detection and alerts on a schedule (`celery -A deviations.celery beat`) -----
+# Detection also runs after every ingest; the hourly pass picks up rule parameters edited
+# in the admin. Links in alert emails (charts, unsubscribe) start with DEVIATIONS_SITE_URL.
+CELERY_BEAT_SCHEDULE = {
+    "detect-histogram-changes": {"task": "deviations.detect_histogram_changes",
+                                 "schedule": 60 * 60},
+    "notify-series-regressions": {"task": "deviations.notify_series_regressions",
+                                  "schedule": 15 * 60},
+    "send-alert-digests": {"task": "deviations.send_alert_digests", "schedule": 24 * 60 * 60},
+}
+DEVIATIONS_SITE_URL = env.str("DEVIATIONS_SITE_URL", default="http://127.0.0.1:8000")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

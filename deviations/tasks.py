@@ -55,3 +55,63 @@ def analyse_series(series_id: int) -> str:
     analysis up to date.
     """
     return analysis.analyse_series(series_id)
+
+
+# --- Histograms: detection after ingest and on a schedule, alerts -------------------------
+
+
+@shared_task(
+    name="deviations.detect_histogram_changes",
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=5,
+    max_retries=3,
+)
+def detect_histogram_changes(probe_ids: list[int] | None = None) -> int:
+    """Scan these probes (all when None) and alert on the changes this pass stored; a
+    second run stores nothing new and so alerts nobody."""
+    from deviations.histogram_analysis import detect
+
+    new = detect(probe_ids)
+    if new:
+        notify_histogram_changes.delay(new)
+    return len(new)
+
+
+@shared_task(
+    name="deviations.notify_histogram_changes",
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=5,
+    max_retries=3,
+)
+def notify_histogram_changes(change_ids: list[int]) -> int:
+    """Email each change's subscribers; an alert already claimed is never sent again."""
+    from deviations import alerts
+
+    return alerts.notify_histogram_changes(change_ids)
+
+
+@shared_task(
+    name="deviations.notify_series_regressions",
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=5,
+    max_retries=3,
+)
+def notify_series_regressions() -> int:
+    """Email series subscribers the regressions of releases that arrived since they
+    subscribed (the matrix's stored verdicts; each one once)."""
+    from deviations import alerts
+
+    return alerts.notify_series_regressions()
+
+
+@shared_task(
+    name="deviations.send_alert_digests",
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=5,
+    max_retries=3,
+)
+def send_alert_digests() -> int:
+    """One email per address with the alerts queued for its daily digest."""
+    from deviations import alerts
+
+    return alerts.send_digests()

@@ -18,6 +18,7 @@ urlpatterns = [
     path("runs/<int:run_id>/", views.run_detail, name="run"),
     path("upload/", ingest_views.upload, name="upload"),
     path("upload/<uuid:batch>/", ingest_views.upload_status, name="upload_status"),
+    path("histograms/", include("deviations.histogram_urls")),
     path("api/", api.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),

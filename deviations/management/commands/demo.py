@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from deviations import demo
 from deviations.analysis import analyse_series
+from deviations.histogram_demo import ingest_demo_histograms
 from deviations.models import Run, Series
 from ingest.runs import ThreadOptions, get_release, ingest_local_file
 
@@ -18,8 +19,9 @@ SERIES = "chromium-demo.example-load"
 class Command(BaseCommand):
     help = (
         "Fill the database with demo data: a generated Chromium-like release series "
-        f"({SERIES}, {len(demo.RELEASES)} releases x 5 runs, with planted deviations) and a "
-        "user 'demo' (password 'demo') who may upload. Does nothing if the demo series exists."
+        f"({SERIES}, {len(demo.RELEASES)} releases x 5 runs, with planted deviations), demo "
+        "Telemetry histograms (4 probes x 60 builds, two lasting changes) and a user 'demo' "
+        "(password 'demo') who may upload. Data already present is left as it is."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -34,10 +36,16 @@ class Command(BaseCommand):
         existing = Series.objects.filter(name=SERIES)
         if existing.exists() and not opts["force"]:
             self.stdout.write(f"demo series {SERIES} already present")
-            return
-        existing.delete()
+        else:
+            existing.delete()
+            self._traces(opts["runs"])
+        # Four Telemetry probes × 60 builds (a lasting shift, a bimodal weight swap, a
+        # one-build spike that must not alert, a stable probe); a second run changes nothing.
+        ingest_demo_histograms(stdout=self.stdout)
+
+    def _traces(self, runs_per_release: int) -> None:
         with tempfile.TemporaryDirectory() as tmp:
-            runs = demo.write_demo_traces(Path(tmp), runs_per_release=opts["runs"])
+            runs = demo.write_demo_traces(Path(tmp), runs_per_release=runs_per_release)
             failed = 0
             for entry in runs:
                 release = get_release(SERIES, entry.release)

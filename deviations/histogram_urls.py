@@ -1,0 +1,17 @@
+"""Histogram pages, included at /histograms/ (namespace ``histograms``)."""
+
+from django.urls import path
+
+from deviations import histogram_views as views
+
+app_name = "histograms"
+
+urlpatterns = [
+    path("", views.probe_list, name="list"),
+    path("probes/<int:probe_id>/", views.probe_detail, name="probe"),
+    path("changes/", views.changes_feed, name="changes"),
+    path("changes/<int:change_id>/state/", views.set_state, name="set_state"),
+    path("subscriptions/", views.subscriptions, name="subscriptions"),
+    path("unsubscribe/<str:token>/", views.unsubscribe, name="unsubscribe"),
+    path("upload/", views.upload, name="upload"),
+]

@@ -1,0 +1,51 @@
+"""python manage.py export_histogram_changes [--probe NAME] [--format json|csv]"""
+
+import csv
+import json
+import os
+import sys
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from deviations.histogram_models import HistogramChange, Probe, name_digest
+
+FIELDS = ["probe", "build_id", "distance", "kind"]
+
+
+class Command(BaseCommand):
+    help = (
+        "Write the detected histogram changes to standard output, one row per change: probe, "
+        "build_id, distance (the Hellinger distance to the previous usable build, the one the "
+        "cutoffs refer to) and kind (shift or shape), by probe name and build order."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--probe", default=None, help="only this probe (exact name)")
+        parser.add_argument("--format", choices=["json", "csv"], default="json")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        changes = HistogramChange.objects.select_related("probe")
+        if opts["probe"] is not None:
+            probe = Probe.objects.filter(name_sha1=name_digest(opts["probe"])).first()
+            if probe is None:
+                raise CommandError(f"no probe named {opts['probe']!r}")
+            changes = changes.filter(probe=probe)
+        rows = (
+            {"probe": c.probe.name, "build_id": c.build_id, "distance": c.distance,
+             "kind": c.kind}
+            for c in changes.order_by("probe__name", "sort_key", "pk")
+        )
+        try:
+            if opts["format"] == "csv":
+                writer = csv.DictWriter(self.stdout, fieldnames=FIELDS, lineterminator="\n")
+                writer.writeheader()
+                writer.writerows(rows)
+            else:
+                self.stdout.write("[", ending="")
+                for i, row in enumerate(rows):
+                    self.stdout.write(("," if i else "") + "\n" + json.dumps(row), ending="")
+                self.stdout.write("\n]")
+        except BrokenPipeError:
+            # The reader stopped early (`| head`): not an error.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
