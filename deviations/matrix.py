@@ -16,7 +16,7 @@ import numpy as np
 
 from deviations import selectors
 from deviations.models import Series
-from deviations.stats.compare import IMPROVEMENT, NO_VERDICT, REGRESSION, verdict_name
+from deviations.stats.compare import IMPROVEMENT, REGRESSION
 
 CHOICES = {
     "metric": ("self", "total"),
@@ -150,24 +150,4 @@ def matrix_slice(series: Series, query: MatrixQuery) -> MatrixSlice | None:
 
 def cell_rows(view: MatrixSlice) -> Iterator[dict[str, Any]]:
     """The shown cells with a verdict, as export rows (µs; DESIGN's deviations fields)."""
-    a = view.arrays
-    for f, name in enumerate(view.function_names):
-        for p in range(len(view.releases) - 1):
-            code = int(a["verdict"][f, p])
-            if code == NO_VERDICT:
-                continue
-            yield {
-                "function": name,
-                "from_release": view.releases[p],
-                "to_release": view.releases[p + 1],
-                "verdict": verdict_name(code),
-                "gap": _num(a["gap"][f, p]),
-                "diff": _num(a["diff"][f, p]),
-                "diff_lo": _num(a["diff_lo"][f, p]),
-                "diff_hi": _num(a["diff_hi"][f, p]),
-                "digression": bool(a["digression"][f, p]),
-            }
-
-
-def _num(value: Any) -> float | None:
-    return None if np.isnan(value) else float(value)
+    return selectors.deviation_cells(view.function_names, view.releases, view.arrays)

@@ -167,22 +167,34 @@ def deviation_rows(
 def _deviation_rows(
     found: dict[str, Any], versions: list[str], names: dict[int, str]
 ) -> Iterator[dict[str, Any]]:
-    verdict = found["verdict"]
-    for f, fid in enumerate(found["function_ids"]):
-        for p in range(verdict.shape[1]):
+    names_by_row = [names[int(fid)] for fid in found["function_ids"]]
+    return deviation_cells(names_by_row, versions, found)
+
+
+def deviation_cells(
+    functions: list[str], versions: list[str], arrays: dict[str, Any]
+) -> Iterator[dict[str, Any]]:
+    """Export rows (DESIGN's deviations fields, µs) of every cell with a verdict.
+
+    ``arrays`` holds per-pair matrices whose rows are ``functions`` and whose columns are
+    the pairs of consecutive ``versions``.
+    """
+    verdict = arrays["verdict"]
+    for f, name in enumerate(functions):
+        for p in range(len(versions) - 1):
             code = int(verdict[f, p])
             if code == NO_VERDICT:
                 continue
             yield {
-                "function": names[int(fid)],
+                "function": name,
                 "from_release": versions[p],
                 "to_release": versions[p + 1],
                 "verdict": verdict_name(code),
-                "gap": _number(found["gap"][f, p]),
-                "diff": _number(found["diff"][f, p]),
-                "diff_lo": _number(found["diff_lo"][f, p]),
-                "diff_hi": _number(found["diff_hi"][f, p]),
-                "digression": bool(found["digression"][f, p]),
+                "gap": _number(arrays["gap"][f, p]),
+                "diff": _number(arrays["diff"][f, p]),
+                "diff_lo": _number(arrays["diff_lo"][f, p]),
+                "diff_hi": _number(arrays["diff_hi"][f, p]),
+                "digression": bool(arrays["digression"][f, p]),
             }
 
 

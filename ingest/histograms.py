@@ -90,6 +90,7 @@ import msgspec
 import numpy as np
 
 from deviations.versions import VERSION_RE
+from ingest.traces import default_display_name
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -236,7 +237,7 @@ def parse_histogram_file(
     Mozilla histogram object. ``max_bytes`` bounds both the compressed and the
     decompressed size. Records come in file order; (probe, build id) is unique.
     """
-    name = display_name if display_name is not None else _default_display_name(source)
+    name = display_name if display_name is not None else default_display_name(source)
     ctx = _Context(name, build_id, probe)
     if build_id is not None:
         ctx.check_build_id(build_id, "")
@@ -311,17 +312,6 @@ class _Context:
 
 
 # --- reading -------------------------------------------------------------------------
-
-
-def _default_display_name(source: object) -> str:
-    if isinstance(source, str | os.PathLike):
-        return os.path.basename(os.fspath(source))
-    if isinstance(source, bytes | bytearray | memoryview):
-        return "<bytes>"
-    stream_name = getattr(source, "name", None)
-    if isinstance(stream_name, str):
-        return os.path.basename(stream_name)
-    return "<stream>"
 
 
 def _read(

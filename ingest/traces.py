@@ -97,6 +97,7 @@ __all__ = [
     "ParseSummary",
     "ThreadRef",
     "TraceError",
+    "default_display_name",
     "parse_trace",
 ]
 
@@ -305,7 +306,7 @@ def parse_trace(
     that has duration events. ``max_bytes`` bounds both the compressed and the
     decompressed size. Raises ``TraceError`` for anything that is not a usable trace.
     """
-    name = display_name if display_name is not None else _default_display_name(source)
+    name = display_name if display_name is not None else default_display_name(source)
     try:
         return _parse(source, name, thread_name, process_name, all_threads, max_bytes)
     except MemoryError:
@@ -796,7 +797,8 @@ def _sweep_all(
     return depth, last_desc, nested
 
 
-def _default_display_name(source: object) -> str:
+def default_display_name(source: object) -> str:
+    """The name error messages give a source: a path's base name, else a placeholder."""
     if isinstance(source, str | os.PathLike):
         return os.path.basename(os.fspath(source))
     if isinstance(source, bytes | bytearray | memoryview):

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from itertools import combinations
-from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
@@ -40,22 +36,7 @@ from deviations.stats.intervals import (
     median_ci_array,
     median_diff_ci,
 )
-
-SIMULATION = Path(__file__).resolve().parents[2] / "docs" / "simulations" / "compare_rules.py"
-
-
-def _simulation() -> ModuleType:
-    """The documentation's simulation script, loaded once as a module."""
-    name = "docs_simulations_compare_rules"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, SIMULATION)
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
+from tests.stats.simulation import simulation as _simulation
 
 # --- the scalar compare ----------------------------------------------------------------
 

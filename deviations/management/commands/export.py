@@ -1,15 +1,12 @@
 """python manage.py export --series NAME --what selftimes|stats|deviations ..."""
 
-import csv
-import json
-import os
-import sys
 from collections.abc import Iterable
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from deviations import selectors
+from deviations.management.output import write_rows
 from deviations.models import Series
 
 FIELDS = {
@@ -69,20 +66,4 @@ class Command(BaseCommand):
                     )
             except selectors.NotAnalysedError as exc:
                 raise CommandError(str(exc)) from exc
-        try:
-            self._write(rows, FIELDS[what], opts["format"])
-        except BrokenPipeError:
-            # The reader stopped early (`| head`): not an error. Point stdout at /dev/null so
-            # that the interpreter's final flush does not fail again.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-    def _write(self, rows: Iterable[dict[str, Any]], fields: list[str], fmt: str) -> None:
-        if fmt == "csv":
-            writer = csv.DictWriter(self.stdout, fieldnames=fields, lineterminator="\n")
-            writer.writeheader()
-            writer.writerows(rows)
-        else:
-            self.stdout.write("[", ending="")
-            for i, row in enumerate(rows):
-                self.stdout.write(("," if i else "") + "\n" + json.dumps(row), ending="")
-            self.stdout.write("\n]")
+        write_rows(self.stdout, rows, FIELDS[what], opts["format"])

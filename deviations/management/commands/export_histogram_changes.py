@@ -1,14 +1,11 @@
 """python manage.py export_histogram_changes [--probe NAME] [--format json|csv]"""
 
-import csv
-import json
-import os
-import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from deviations.histogram_models import HistogramChange, Probe, name_digest
+from deviations.management.output import write_rows
 
 FIELDS = ["probe", "build_id", "distance", "kind"]
 
@@ -36,16 +33,4 @@ class Command(BaseCommand):
              "kind": c.kind}
             for c in changes.order_by("probe__name", "sort_key", "pk")
         )
-        try:
-            if opts["format"] == "csv":
-                writer = csv.DictWriter(self.stdout, fieldnames=FIELDS, lineterminator="\n")
-                writer.writeheader()
-                writer.writerows(rows)
-            else:
-                self.stdout.write("[", ending="")
-                for i, row in enumerate(rows):
-                    self.stdout.write(("," if i else "") + "\n" + json.dumps(row), ending="")
-                self.stdout.write("\n]")
-        except BrokenPipeError:
-            # The reader stopped early (`| head`): not an error.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        write_rows(self.stdout, rows, FIELDS, opts["format"])
