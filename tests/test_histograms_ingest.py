@@ -10,11 +10,12 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from deviations.histogram_models import HistogramSnapshot, Probe
+from deviations.histogram_models import HistogramChange, HistogramSnapshot, Probe
 from deviations.models import ApiToken
+from deviations.tasks import detect_histogram_changes
 from ingest.histogram_store import store_histogram_file
 from ingest.histograms import HistogramError
-from tests.conftest import plain_histogram
+from tests.conftest import SHARED_DATA, plain_histogram
 
 pytestmark = pytest.mark.django_db
 
@@ -166,3 +167,25 @@ def test_upload_page(client, committed) -> None:
     assert "ok good.json" in text
     assert "bad.json: " in text
     assert HistogramSnapshot.objects.count() == 1
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "histograms").is_dir(), reason="shared data absent")
+def test_real_mozilla_histograms_ingest_and_the_glam_baseline_stays_quiet() -> None:
+    """The real pings and GLAM per-build files go in through the CLI; GLAM's series (a
+    no-change baseline with one-build spikes) gives no change under the default rule.
+
+    GLAM's per-version files are left out: their rows use the version as build id and
+    would mix into the same probes' build series."""
+    folder = SHARED_DATA / "histograms"
+    pings = sorted(folder.glob("moztelemetry__*.json"))
+    builds = sorted(folder.glob("glam__*_build_id.json"))
+    out = io.StringIO()
+    call_command("ingest_histograms", *map(str, pings + builds), stdout=out)
+    assert "FAILED" not in out.getvalue()
+    assert HistogramSnapshot.objects.filter(build_id="20170130030205").count() > 400
+    glam = Probe.objects.exclude(snapshots__build_id="20170130030205")
+    assert glam.exists()
+    for probe in glam:
+        assert probe.snapshots.count() >= 100, probe.name
+    detect_histogram_changes()
+    assert not HistogramChange.objects.filter(probe__in=glam).exists()
