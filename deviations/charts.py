@@ -160,11 +160,16 @@ _KINDS: Final = (
 _OVERLAP_SIZE: Final = {SIGNIFICANT_OVERLAP: 5, NONSIGNIFICANT_OVERLAP: 4}
 ROW_PX: Final = 20
 MAX_HEIGHT_PX: Final = 8_000
-AUTO_MAX_SQUARES: Final = 50_000
-"""Most non-significant squares ``show="auto"`` sends: ~200 bytes each, about 10 MB.
+AUTO_MAX_SQUARES: Final = 3_000
+"""Most non-significant squares ``show="auto"`` draws.
 
-At 100 releases × 2,000 functions the full matrix is about 38 MB of JSON, too much for
-a page; leaving the squares out brings it to about 3 MB."""
+They are most cells of a large matrix and most of its payload (~200 bytes each), and the
+page draws far faster without them; a page of 100 functions × 100 releases has ~9,000."""
+SVG_MAX_POINTS: Final = 5_000
+"""Up to this many points the matrix is drawn as SVG (``scatter``), beyond it with WebGL
+(``scattergl``). Measured in headless Chromium without a GPU (software GL): a WebGL plot
+costs ~1.5 s before its first point (1 point: 1.5 s), an SVG plot of 1,000 points 0.3 s,
+of 10,500 points 2.1 s, the same 10,500 with WebGL 1.5 s."""
 
 
 def deviation_matrix(
@@ -197,7 +202,8 @@ def deviation_matrix(
     Notes
     -----
     Encoding: x is the pair's later release (category axis in release order), y the
-    function (category axis, first function on top). One ``scattergl`` trace per
+    function (category axis, first function on top). One ``scatter`` trace (``scattergl``
+    above :data:`SVG_MAX_POINTS` points) per
     kind, only cells that have that verdict: regression ``triangle-up`` (vermillion),
     improvement ``triangle-down`` (blue), both sized by :func:`marker_size`;
     significant overlap a small grey ``circle``, non-significant overlap a smaller
@@ -217,6 +223,10 @@ def deviation_matrix(
     if show == "auto":
         many = np.count_nonzero(v == NONSIGNIFICANT_OVERLAP) > AUTO_MAX_SQUARES
         show = "deviations" if many else "all"
+    shown = np.count_nonzero(v >= 0) - (
+        np.count_nonzero(v == NONSIGNIFICANT_OVERLAP) if show == "deviations" else 0
+    )
+    kind = "scatter" if shown <= SVG_MAX_POINTS else "scattergl"
     dig = _shape("digression", digression, pairs, np.bool_)
     g, d, dlo, dhi = (_shape(n, a, pairs) for n, a in
                       (("gap", gap), ("diff", diff), ("diff_lo", diff_lo), ("diff_hi", diff_hi)))
@@ -259,12 +269,12 @@ def deviation_matrix(
         else:
             marker["size"] = _OVERLAP_SIZE[code]
         data.append({
-            "type": "scattergl", "mode": "markers", "name": name, "x": x, "y": y,
+            "type": kind, "mode": "markers", "name": name, "x": x, "y": y,
             "customdata": custom, "hovertemplate": template + "<extra></extra>",
             "marker": marker,
         })
     data.append({
-        "type": "scattergl", "mode": "markers", "name": "digression starts",
+        "type": kind, "mode": "markers", "name": "digression starts",
         "x": rings_x, "y": rings_y, "hoverinfo": "skip",
         "marker": {"symbol": "circle-open", "color": DIGRESSION_COLOR, "size": rings_size,
                    "line": {"width": 1.5}},

@@ -57,7 +57,7 @@ def test_matrix_traces_symbols_and_counts(small: dict[str, Any]) -> None:
     names = [t["name"] for t in fig["data"]]
     assert names == ["regression", "improvement", "significant overlap",
                      "non-significant overlap", "digression starts"]  # fmt: skip
-    assert {t["type"] for t in fig["data"]} == {"scattergl"}
+    assert {t["type"] for t in fig["data"]} == {"scatter"}  # few points: SVG
     symbols = [t["marker"]["symbol"] for t in fig["data"]]
     assert symbols == ["triangle-up", "triangle-down", "circle", "square", "circle-open"]
     counts = {t["name"]: len(t["x"]) for t in fig["data"]}
@@ -169,9 +169,10 @@ def test_matrix_payload_is_compact() -> None:
         [f"57.0.{2900 + r}.0" for r in range(n_r)],
         np.zeros((n_f, n_r - 1), dtype=np.int8), np.zeros_like(diff), diff, diff * 0.9,
         diff * 1.1, est, est * 0.97, est * 1.03, np.zeros(diff.shape, dtype=bool),
-        [f"/series/chromium/functions/{i}/" for i in range(n_f)],
+        [f"/series/chromium/functions/{i}/" for i in range(n_f)], show="all",
     )
     assert len(trace(fig, "non-significant overlap")["x"]) == diff.size
+    assert trace(fig, "non-significant overlap")["type"] == "scatter"  # 5,000: still SVG
     assert len(json.dumps(fig, allow_nan=False)) / diff.size < 200
 
 
@@ -383,3 +384,20 @@ def test_matrix_from_real_compare_matrix() -> None:
     assert trace(cis, "regression")["marker"]["line"]["width"] == [2]
     assert len(trace(cis, "runs")["x"]) == n_r * runs
     dumps(cis)
+
+
+def test_large_matrices_switch_to_webgl_and_drop_squares() -> None:
+    n_f, n_r = 120, 51
+    est = np.full((n_f, n_r), 100.0)
+    diff = np.zeros((n_f, n_r - 1))
+    verdict = np.zeros(diff.shape, dtype=np.int8)
+    verdict[::10, 5] = 2  # a regression on every tenth function
+    args = (
+        [f"f{i}" for i in range(n_f)], [f"1.{r}" for r in range(n_r)], verdict, diff + 5,
+        diff + 5, diff + 1, diff + 9, est, est * 0.97, est * 1.03, np.zeros(diff.shape, bool),
+    )
+    auto = charts.deviation_matrix(*args)  # 5,988 squares > AUTO_MAX_SQUARES
+    assert "non-significant overlap" not in {t["name"] for t in auto["data"]}
+    assert {t["type"] for t in auto["data"]} == {"scatter"}
+    every = charts.deviation_matrix(*args, show="all")  # 6,000 points > SVG_MAX_POINTS
+    assert {t["type"] for t in every["data"]} == {"scattergl"}
