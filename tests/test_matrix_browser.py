@@ -31,12 +31,17 @@ HOVER_POINT = """([trace, y]) => {
 }"""
 
 
-def hover(page: Any, trace: str, function: str) -> tuple[str, list[Any]]:
-    """Move the mouse onto a point of the matrix; the hover label's text and the point data."""
+def hover(page: Any, trace: str, function: str, shown_as: str) -> tuple[str, list[Any]]:
+    """Move the mouse onto a point of the matrix; the hover label's text and the point data.
+
+    ``function`` is the point's y value (escaped), ``shown_as`` the name the label shows.
+    The mouse jumps from outside the plot straight onto the point, so that no neighbour's
+    label shows on the way, and the test waits for the label of this point.
+    """
     point = page.evaluate(HOVER_POINT, [trace, function])
-    page.mouse.move(point["x"] - 20, point["y"] - 20)
-    page.mouse.move(point["x"], point["y"], steps=4)
-    label = page.locator("#matrix .hoverlayer .hovertext")
+    page.mouse.move(0, 0)
+    page.mouse.move(point["x"], point["y"])
+    label = page.locator("#matrix .hoverlayer .hovertext").filter(has_text=shown_as)
     label.first.wait_for()
     return label.first.text_content(), point
 
@@ -46,7 +51,7 @@ def test_hover_a_triangle_and_click_through(page: Any) -> None:
     page.goto(f"/series/{SERIES}/?rule=recommended")
     page.locator("#matrix[data-rendered=true]").wait_for()
     page.screenshot(path=str(ARTIFACTS / "matrix.png"), full_page=True)
-    text, point = hover(page, "regression", "Paint")
+    text, point = hover(page, "regression", "Paint", "Paint")
     page.screenshot(path=str(ARTIFACTS / "matrix-hover.png"))
     before, after = demo.RELEASES[7], demo.RELEASES[8]
     out = io.StringIO()
@@ -86,7 +91,7 @@ def test_hostile_function_name_is_text_everywhere(page: Any, tmp_path: Path) -> 
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.goto("/series/xss/")
     page.locator("#matrix[data-rendered=true]").wait_for()
-    text, point = hover(page, "regression", "&lt;img src=x onerror=alert(1)&gt;")
+    text, point = hover(page, "regression", "&lt;img src=x onerror=alert(1)&gt;", hostile)
     assert hostile in text  # shown as the literal name
     assert page.locator("#functions").inner_text().startswith("Function")
     assert hostile in page.locator("#functions").inner_text()
