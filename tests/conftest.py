@@ -10,6 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
+
+# Property tests: no per-example time limit (CI machines are shared and noisy; speed is the
+# benchmarks' business) and a fixed seed, so that a run is reproducible.
+hypothesis_settings.register_profile("deviations", deadline=None, derandomize=True, database=None)
+hypothesis_settings.load_profile("deviations")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
