@@ -1,15 +1,16 @@
 """The glue between stored runs and ``deviations.stats``: load, compute, store.
 
 ``analyse_series`` keeps, for each metric (self time, total time), estimator (median,
-mean) and rule (paper, recommended), the matrices of a series as packed arrays
-(``SeriesAnalysis``). Pages and exports only read them.
+mean) and rule (paper, recommended), the matrices of a series; ``analysis_store`` holds
+them as one summary row and per-release blocks. Pages and exports only read them
+(``analysis_store.read_analysis``).
 
 Which releases are columns: those with at least two done runs (an interval needs two), in
 series order; "consecutive" means consecutive among them. A function absent from a run
 was not called in it: 0 µs there, not a missing value.
 
 Incremental updates (docs/architecture.md, "Analysis: stored matrices, incremental
-updates"). Every stored row records the done runs of each column (``run_ids`` split by
+updates"). The stored analysis records the done runs of each column (``run_ids`` split by
 ``run_counts``). A new analysis compares them with the database: a column is *changed*
 when it is new (a release reached two runs, possibly between two others) or gained runs.
 Only what depends on changed columns is recomputed, from the samples of the releases
@@ -21,39 +22,43 @@ within ``2 WINDOW - 1`` columns of a change:
   a changed column;
 - for functions seen for the first time, their whole rows (their earlier runs are zeros);
 
-then the global steps run again over the stored arrays: Benjamini–Hochberg over every
-p-value, the local maximum of |z|, verdicts and digressions. Anything else (a run or a
-release gone, releases reordered, other rule parameters, no stored analysis) and
-``--full`` recompute everything. Both paths run the same code, and a test checks that they
-store the same arrays.
+then the global steps run again over the whole arrays: Benjamini–Hochberg over every
+p-value, the local maximum of |z|, verdicts and digressions. Only the blocks of the
+columns whose numbers changed are rewritten (plus, for new functions, blocks of their rows
+in the other columns), and the summary row with the global arrays. Anything else (a run or
+a release gone, releases reordered, other rule parameters, no stored analysis) and
+``--full`` recompute and rewrite everything. Both paths run the same code, and a test
+checks that they store the same arrays.
 
 Idempotence: an analysis records the instant of its snapshot. A request is skipped when a
-stored analysis already saw every run that finished (``Run.finished``); two analyses
-racing on one series serialise on the series row and the older snapshot never overwrites
-the newer. An incremental result equals the full recompute of what it read, so which of
-two racing analyses wins changes nothing but the snapshot.
+stored analysis already saw every run that finished (``Run.finished``); writes serialise
+on the series row, the older snapshot never overwrites the newer, and an update is stored
+only onto the generation it was computed from (otherwise it starts again from what is
+stored). An incremental result equals the full recompute of what it read, so which of two
+racing analyses wins changes nothing but the snapshot.
 """
 
 from __future__ import annotations
 
-import io
-import zipfile
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from itertools import product
-from typing import Any
 
 import numpy as np
-import psycopg
-from django.db import connection, transaction
-from django.db.models import Max, Min, Q, QuerySet
+from django.db.models import Max
 from django.utils import timezone
 
+from deviations import analysis_store as store
+from deviations.analysis_store import (
+    ESTIMATORS,
+    METRICS,
+    RULES,
+    MetricArrays,
+    Stored,
+    read_analysis,
+)
 from deviations.models import Run, RunTimes, Series, SeriesAnalysis
 from deviations.stats.compare import (
-    IMPROVEMENT,
-    REGRESSION,
     digressions,
     pair_statistics,
     recommended_verdicts,
@@ -66,13 +71,7 @@ from deviations.stats.intervals import (
     median_ci_array,
 )
 
-METRICS = ("self", "total")
-ESTIMATORS = ("median", "mean")
-RULES = ("paper", "recommended")
-PER_RELEASE = ("estimate", "lo", "hi", "n")
-PER_PAIR = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "p_value", "q_value", "digression")
-RECOMMENDED_ONLY = ("z", "shift")
-BOOKKEEPING = ("run_ids", "run_counts", "params")
+__all__ = ["ESTIMATORS", "METRICS", "RULES", "analyse_series", "read_analysis"]
 
 # The parameters of compare_matrix's defaults (docs/statistics.md says why each value).
 CONFIDENCE = 0.95
@@ -81,9 +80,8 @@ FDR = 0.05
 MIN_RELATIVE_EFFECT = 0.1
 PARAMS = np.array([CONFIDENCE, WINDOW, FDR, MIN_RELATIVE_EFFECT], dtype=np.float64)
 
-_PAIR_FIELDS = ("gap", "diff", "diff_lo", "diff_hi", "paper_p", "paper_verdict")
-_WINDOW_FIELDS = ("z", "p", "shift")
-
+_PAIR_FIELDS = store.PAIR_FIELDS
+_WINDOW_FIELDS = store.WINDOW_FIELDS
 
 @dataclass(frozen=True)
 class Columns:
@@ -125,7 +123,7 @@ def load_columns(columns: Columns, cols: Iterable[int]) -> Loaded:
     packed: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for start in range(0, len(ids), 500):
         query = RunTimes.objects.filter(run_id__in=ids[start : start + 500])
-        for run_id, fids, self_us, total_us in _values(
+        for run_id, fids, self_us, total_us in store.binary_values(
             query, ("run_id", "function_ids", "self_us", "total_us")
         ):
             packed[run_id] = (
@@ -139,13 +137,17 @@ def load_columns(columns: Columns, cols: Iterable[int]) -> Loaded:
 def _scatter(
     function_ids: np.ndarray, runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(functions × runs) self and total times of one column; absent functions are 0."""
+    """(functions × runs) self and total times of one column; absent functions are 0.
+
+    ``function_ids`` need not be sorted (an update appends new functions).
+    """
     shape = (len(function_ids), len(runs))
     self_us, total_us = np.zeros(shape), np.zeros(shape)
     if runs:
         fids = np.concatenate([r[0] for r in runs])
         run = np.repeat(np.arange(len(runs)), [len(r[0]) for r in runs])
-        rows = np.searchsorted(function_ids, fids)
+        order = np.argsort(function_ids, kind="stable")
+        rows = order[np.searchsorted(function_ids, fids, sorter=order)]
         self_us[rows, run] = np.concatenate([r[1] for r in runs])
         total_us[rows, run] = np.concatenate([r[2] for r in runs])
     return self_us, total_us
@@ -198,206 +200,25 @@ def _union_ids(
     return np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
 
 
-# --- storage ---------------------------------------------------------------------------
+# --- the stored base --------------------------------------------------------------------
+
+# The last analysis this process stored, by series, with its generation: the next update
+# of that series (often in the same worker) need not read ~60 MB back.
+_last: dict[int, Stored] = {}
 
 
-def _npz(arrays: dict[str, np.ndarray]) -> bytes:
-    """An ``.npz`` with fixed member dates, so equal arrays give equal bytes."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for key, value in arrays.items():
-            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            with zf.open(info, "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, np.ascontiguousarray(value),
-                                          allow_pickle=False)
-    return buffer.getvalue()
-
-
-def unpack(
-    analysis: SeriesAnalysis, keys: Iterable[str] | None = None
-) -> dict[str, np.ndarray]:
-    """The stored arrays of an analysis (or only ``keys``), plus ``release_ids`` and
-    ``function_ids``."""
-    with np.load(io.BytesIO(bytes(analysis.arrays)), allow_pickle=False) as npz:
-        wanted = npz.files if keys is None else [k for k in keys if k in npz.files]
-        arrays = {key: npz[key] for key in wanted}
-    arrays["release_ids"] = np.frombuffer(bytes(analysis.release_ids), dtype="<i8")
-    arrays["function_ids"] = np.frombuffer(bytes(analysis.function_ids), dtype="<i8")
-    return arrays
-
-
-@dataclass
-class _Metric:
-    """Everything stored for one metric, before the global steps.
-
-    ``release[estimator]``: estimate, lo, hi (functions × releases); ``n``; ``pair[estimator]``:
-    gap, diff, diff_lo, diff_hi, paper_p, paper_verdict (functions × pairs); ``window``: the
-    recommended rule's raw z, p, shift (functions × boundaries).
-    """
-
-    release: dict[str, dict[str, np.ndarray]]
-    n: np.ndarray
-    pair: dict[str, dict[str, np.ndarray]]
-    window: dict[str, np.ndarray]
-
-    @classmethod
-    def empty(cls, F: int, R: int) -> _Metric:  # noqa: N803 (F, R: the matrix's shape)
-        P = max(R - 1, 0)  # noqa: N806
-
-        def nan(cols: int) -> np.ndarray:
-            return np.full((F, cols), np.nan)
-
-        return cls(
-            release={e: {k: nan(R) for k in ("estimate", "lo", "hi")} for e in ESTIMATORS},
-            n=np.zeros((F, R), dtype=np.int64),
-            pair={
-                e: {k: nan(P) for k in _PAIR_FIELDS[:-1]}
-                | {"paper_verdict": np.full((F, P), -1, dtype=np.int8)}
-                for e in ESTIMATORS
-            },
-            window={k: nan(P) for k in _WINDOW_FIELDS},
-        )
-
-
-@dataclass
-class _Stored:
-    """A stored analysis, as read back: the base of an incremental update."""
-
-    release_ids: np.ndarray
-    function_ids: np.ndarray
-    run_ids: tuple[np.ndarray, ...]
-    params: np.ndarray
-    snapshot_at: datetime
-    metrics: dict[str, _Metric] = field(default_factory=dict)
-
-
-_COLUMNS = ("metric", "estimator", "rule", "release_ids", "function_ids", "arrays",
-            "snapshot_at")
-
-
-def _values(query: QuerySet[Any], fields: tuple[str, ...]) -> list[tuple[Any, ...]]:
-    """``query.values_list(*fields)``, read with psycopg's binary protocol on PostgreSQL.
-
-    Django's psycopg cursors read bytea as hex text: for the packed arrays that is ~3×
-    slower than the binary protocol.
-    """
-    values = query.values_list(*fields)
-    if connection.vendor != "postgresql":
-        return list(values)
-    sql, params = values.query.sql_with_params()
-    connection.ensure_connection()
-    with psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(sql, params, binary=True)
-        return cursor.fetchall()
-
-
-def _fetch(series_id: int, kinds: Q) -> list[SeriesAnalysis]:
-    """Stored rows of a series (``kinds`` filters them), unsaved, as ``unpack`` takes them."""
-    query = SeriesAnalysis.objects.filter(series_id=series_id).filter(kinds)
-    return [SeriesAnalysis(series_id=series_id, **dict(zip(_COLUMNS, row, strict=True)))
-            for row in _values(query, _COLUMNS)]
-
-
-def _insert(rows: list[SeriesAnalysis]) -> None:
-    """Insert analysis rows: PostgreSQL's binary COPY with lz4 TOAST compression if it can.
-
-    pglz (the default) compresses 150 MB of float arrays at ~15 MB/s; lz4 is ~10× faster
-    and still squeezes the NaN-filled arrays.
-    """
-    if connection.vendor != "postgresql":
-        SeriesAnalysis.objects.bulk_create(rows)
-        return
-    table = connection.ops.quote_name(SeriesAnalysis._meta.db_table)
-    with connection.cursor() as django_cursor:
-        django_cursor.execute(
-            "SELECT 'lz4' = ANY(enumvals) FROM pg_settings "
-            "WHERE name = 'default_toast_compression'"
-        )
-        found = django_cursor.fetchone()
-        if found and found[0]:
-            django_cursor.execute("SET LOCAL default_toast_compression = 'lz4'")
-    names = ", ".join(("series_id",) + _COLUMNS)
-    with psycopg.Cursor(connection.connection) as cursor:
-        with cursor.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.set_types(["int8", "text", "text", "text", "bytea", "bytea", "bytea",
-                            "timestamptz"])
-            for r in rows:
-                copy.write_row([r.series_id] + [getattr(r, c) for c in _COLUMNS])
-
-
-def read_analysis(
-    series: Series, metric: str, estimator: str, rule: str, keys: Iterable[str] | None = None
-) -> dict[str, np.ndarray] | None:
-    """The stored matrices of one (metric, estimator, rule), or None: ``unpack`` of its row.
-
-    The fast read for pages: binary protocol on PostgreSQL (~3× faster than the ORM for a
-    row of 2,000 functions × 100 releases) and, with ``keys``, only those arrays decoded
-    (``release_ids`` and ``function_ids`` always).
-    """
-    found = _fetch(series.pk, Q(metric=metric, estimator=estimator, rule=rule))
-    if not found:
-        return None
-    return unpack(found[0], keys)
-
-
-# The last analysis this process stored, by series, with the version of its rows: the next
-# update of that series (often in the same worker) need not read ~100 MB back.
-_last: dict[int, tuple[tuple[tuple[int, datetime], ...], _Stored]] = {}
-
-
-def _version(series_id: int) -> tuple[tuple[int, datetime], ...]:
-    """Identifies stored rows exactly: ids are never reused, the snapshot only moves on."""
-    return tuple(SeriesAnalysis.objects.filter(series_id=series_id)
-                 .order_by("id").values_list("id", "snapshot_at"))
-
-
-def _remember(series_id: int, stored: _Stored | None) -> None:
+def _remember(series_id: int, stored: Stored | None) -> None:
     _last.clear()
     if stored is not None:
-        _last[series_id] = (_version(series_id), stored)
+        _last[series_id] = stored
 
 
-def _read_stored(series: Series) -> _Stored | None:
-    """The stored analysis when its rows are complete and consistent, else None."""
+def _read_stored(series: Series) -> Stored | None:
+    """The stored analysis (what this process remembers while it is still what is stored)."""
     cached = _last.get(series.pk)
-    if cached is not None and cached[0] == _version(series.pk):
-        return cached[1]
-    rows = _fetch(series.pk, Q(rule="paper") | Q(rule="recommended", estimator="median"))
-    if len(rows) != len(METRICS) * len(ESTIMATORS) + len(METRICS):
-        return None
-    first = rows[0]
-    if any(
-        (r.snapshot_at, bytes(r.release_ids), bytes(r.function_ids))
-        != (first.snapshot_at, bytes(first.release_ids), bytes(first.function_ids))
-        for r in rows
-    ):
-        return None
-    unpacked = {(r.metric, r.estimator, r.rule): unpack(r) for r in rows}
-    some = unpacked[(METRICS[0], ESTIMATORS[0], "paper")]
-    if "run_ids" not in some:
-        return None  # stored before incremental updates
-    stored = _Stored(
-        release_ids=some["release_ids"],
-        function_ids=some["function_ids"],
-        run_ids=tuple(np.split(some["run_ids"], np.cumsum(some["run_counts"])[:-1])),
-        params=some["params"],
-        snapshot_at=first.snapshot_at,
-    )
-    for metric in METRICS:
-        paper = {e: unpacked[(metric, e, "paper")] for e in ESTIMATORS}
-        rec = unpacked[(metric, "median", "recommended")]
-        stored.metrics[metric] = _Metric(
-            release={e: {k: paper[e][k] for k in ("estimate", "lo", "hi")} for e in ESTIMATORS},
-            n=paper[ESTIMATORS[0]]["n"],
-            pair={
-                e: {k: paper[e][k] for k in ("gap", "diff", "diff_lo", "diff_hi")}
-                | {"paper_p": paper[e]["p_value"], "paper_verdict": paper[e]["verdict"]}
-                for e in ESTIMATORS
-            },
-            window={"z": rec["z"], "p": rec["p_value"], "shift": rec["shift"]},
-        )
-    return stored
-
+    if cached is not None and cached.generation == store.generation(series.pk):
+        return cached
+    return store.read_state(series.pk)
 
 # --- what to recompute -----------------------------------------------------------------
 
@@ -431,7 +252,7 @@ def _boundaries_near(changed: np.ndarray, window: int) -> np.ndarray:
     return hit
 
 
-def plan(columns: Columns, stored: _Stored | None) -> Plan:
+def plan(columns: Columns, stored: Stored | None) -> Plan:
     """Compare the stored columns (and their runs) with the database's."""
     R = len(columns.release_ids)  # noqa: N806
     everything = Plan(True, np.ones(R, dtype=np.bool_), np.full(R, -1), list(range(R)))
@@ -501,7 +322,7 @@ def _segments(cols: list[int]) -> list[list[int]]:
 
 
 def _recompute(
-    state: _Metric,
+    state: MetricArrays,
     rows: np.ndarray | slice,
     block: Callable[[int], np.ndarray],
     cols: list[int],
@@ -560,127 +381,168 @@ def _put(target: np.ndarray, rows: np.ndarray | slice, cols: np.ndarray, values:
         target[np.ix_(rows, cols)] = values
 
 
-def _copy_base(new: _Metric, old: _Metric, rows: np.ndarray | slice, p: Plan) -> None:
+def _copy_base(new: MetricArrays, old: MetricArrays, rows: slice, p: Plan) -> None:
     """Carry over the stored numbers of unchanged columns, pairs and boundaries."""
     same_cols = np.flatnonzero(~p.changed)
     same_pairs = np.flatnonzero(~p.pairs)
     same_bounds = np.flatnonzero(~p.boundaries)
     # An unchanged pair (or boundary) joins two columns that were adjacent in the base.
+    cols = _slices(same_cols, p.old_col[same_cols])
+    pairs = _slices(same_pairs, p.old_col[same_pairs])
+    bounds = _slices(same_bounds, p.old_col[same_bounds])
     for estimator in ESTIMATORS:
         for k in ("estimate", "lo", "hi"):
-            _put(new.release[estimator][k], rows, same_cols,
-                 old.release[estimator][k][:, p.old_col[same_cols]])
+            _copy(new.release[estimator][k], old.release[estimator][k], rows, cols)
         for k in _PAIR_FIELDS:
-            _put(new.pair[estimator][k], rows, same_pairs,
-                 old.pair[estimator][k][:, p.old_col[same_pairs]])
-    _put(new.n, rows, same_cols, old.n[:, p.old_col[same_cols]])
+            _copy(new.pair[estimator][k], old.pair[estimator][k], rows, pairs)
+    _copy(new.n, old.n, rows, cols)
     for k in _WINDOW_FIELDS:
-        _put(new.window[k], rows, same_bounds, old.window[k][:, p.old_col[same_bounds]])
+        _copy(new.window[k], old.window[k], rows, bounds)
 
 
-def _fast_digressions(verdict: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """``digressions`` on the rows that can have one: a regression and an improvement."""
-    out = np.zeros(verdict.shape, dtype=np.bool_)
-    rows = np.flatnonzero(
-        np.any(verdict == REGRESSION, axis=1) & np.any(verdict == IMPROVEMENT, axis=1)
-    )
-    if len(rows):
-        out[rows] = digressions(verdict[rows], lo[rows], hi[rows])
-    return out
+def _slices(new_cols: np.ndarray, old_cols: np.ndarray) -> list[tuple[slice, slice]]:
+    """Pairs of column slices (new, old) covering ``new_cols`` ← ``old_cols`` (both
+    increasing): whole blocks of columns copy far faster than gathers."""
+    if not len(new_cols):
+        return []
+    breaks = np.flatnonzero((np.diff(new_cols) != 1) | (np.diff(old_cols) != 1)) + 1
+    starts = np.concatenate([[0], breaks])
+    stops = np.concatenate([breaks, [len(new_cols)]])
+    return [
+        (slice(int(new_cols[a]), int(new_cols[b - 1]) + 1),
+         slice(int(old_cols[a]), int(old_cols[b - 1]) + 1))
+        for a, b in zip(starts, stops, strict=True)
+    ]
+
+
+def _copy(target: np.ndarray, source: np.ndarray, rows: slice,
+          slices: list[tuple[slice, slice]]) -> None:
+    for new, old in slices:
+        target[rows, new] = source[:, old]
 
 
 @dataclass(frozen=True)
 class Computed:
-    """The arrays to store, per (metric, estimator, rule), with what was recomputed."""
+    """What an analysis stores, with what was recomputed.
+
+    ``function_ids``: the rows, the stored base's first (``base_rows`` of them), then
+    functions seen for the first time; a full recompute sorts them.
+    """
 
     columns: Columns
     function_ids: np.ndarray
-    arrays: dict[tuple[str, str, str], dict[str, np.ndarray]]
+    metrics: dict[str, MetricArrays]
+    global_arrays: dict[str, np.ndarray]
     plan: Plan
     loaded_releases: int
-    metrics: dict[str, _Metric]
+    base_rows: int
+
+    @property
+    def rewritten(self) -> list[int]:
+        """Columns whose blocks change: changed ones and those whose pair or window
+        statistics (stored with the pair's right release) were recomputed."""
+        touched = self.plan.changed.copy()
+        touched[1:] |= self.plan.pairs | self.plan.boundaries
+        return [int(c) for c in np.flatnonzero(touched)]
+
+    @property
+    def arrays(self) -> dict[tuple[str, str, str], dict[str, np.ndarray]]:
+        """Per (metric, estimator, rule), the arrays pages read (``read_analysis``'s keys),
+        rows in ``function_ids`` order."""
+        return {
+            (metric, estimator, rule): view_arrays(
+                self.metrics[metric], self.global_arrays, metric, estimator, rule
+            )
+            for metric, estimator, rule in product(METRICS, ESTIMATORS, RULES)
+        }
 
 
-def compute(columns: Columns, stored: _Stored | None) -> Computed:
+def view_arrays(
+    state: MetricArrays, global_arrays: dict[str, np.ndarray], metric: str, estimator: str,
+    rule: str,
+) -> dict[str, np.ndarray]:
+    """One (metric, estimator, rule) as ``analysis_store.read_analysis`` assembles it."""
+    rel, pair = state.release[estimator], state.pair[estimator]
+    out = {k: rel[k] for k in ("estimate", "lo", "hi")} | {"n": state.n}
+    out |= {k: pair[k] for k in ("gap", "diff", "diff_lo", "diff_hi")}
+    if rule == "paper":
+        out |= {"verdict": pair["paper_verdict"], "p_value": pair["paper_p"],
+                "q_value": np.full(pair["paper_p"].shape, np.nan)}
+    else:
+        paired = _paired(state.n)
+        out |= {
+            "verdict": global_arrays[store.global_key(metric, "verdict")],
+            "p_value": np.where(paired, state.window["p"], np.nan),
+            "q_value": global_arrays[store.global_key(metric, "q_value")],
+            "z": np.where(paired, state.window["z"], np.nan),
+            "shift": np.where(paired, state.window["shift"], np.nan),
+        }
+    out["digression"] = global_arrays[store.global_key(metric, f"{estimator}.{rule}.digression")]
+    return out
+
+
+def _paired(n: np.ndarray) -> np.ndarray:
+    return (n[:, :-1] >= MIN_RUNS) & (n[:, 1:] >= MIN_RUNS)
+
+
+def compute(columns: Columns, stored: Stored | None) -> Computed:
     """The matrices of ``columns``, updating ``stored`` where it allows (see the module)."""
     p = plan(columns, stored)
     R = len(columns.release_ids)  # noqa: N806
     loaded = load_columns(columns, p.loaded)
     if p.full or stored is None:
         function_ids = _union_ids(loaded.values())
-        old_rows = np.empty(0, dtype=int)
+        base = 0
     else:
-        changed_runs = (loaded[c] for c in np.flatnonzero(p.changed))
-        function_ids = _union_ids(changed_runs, stored.function_ids)
-        old_rows = np.searchsorted(function_ids, stored.function_ids)
-    # The usual case, no new function: plain slices instead of gathers and scatters.
-    rows_old: np.ndarray | slice = (
-        slice(None) if len(old_rows) == len(function_ids) else old_rows
-    )
+        seen = _union_ids(loaded[c] for c in np.flatnonzero(p.changed))
+        function_ids = np.concatenate(
+            [stored.function_ids, np.setdiff1d(seen, stored.function_ids)]
+        )
+        base = len(stored.function_ids)
     F = len(function_ids)  # noqa: N806
-    new_rows = np.flatnonzero(~np.isin(function_ids, function_ids[old_rows]))
+    rows_old, rows_new = slice(0, base), slice(base, F)
     scattered = {c: _scatter(function_ids, loaded[c]) for c in p.loaded}
     counts = columns.run_counts
-    metrics: dict[str, _Metric] = {}
+    metrics: dict[str, MetricArrays] = {}
     for m, metric in enumerate(METRICS):
-        state = _Metric.empty(F, R)
-        if len(old_rows) and stored is not None:
+        state = MetricArrays.empty(F, R, filled=not base)  # an update writes every cell
+        if base and stored is not None:
             _copy_base(state, stored.metrics[metric], rows_old, p)
             _recompute(state, rows_old, lambda c, m=m: scattered[c][m][rows_old], p.loaded,
                        p.changed, p.pairs, p.boundaries)
-        if len(new_rows):
+        if F > base:
             # Rows first seen now: their whole rows; 0 µs in every run of unloaded columns.
             every = np.ones(R, dtype=np.bool_)
-            rows: np.ndarray | slice = slice(None) if len(new_rows) == F else new_rows
 
-            def block(c: int, m: int = m, rows: np.ndarray | slice = rows) -> np.ndarray:
+            def block(c: int, m: int = m) -> np.ndarray:
                 if c in scattered:
-                    return scattered[c][m][rows]
-                return np.zeros((len(new_rows), int(counts[c])))
+                    return scattered[c][m][rows_new]
+                return np.zeros((F - base, int(counts[c])))
 
-            _recompute(state, rows, block, list(range(R)), every, every[:-1], every[:-1])
+            _recompute(state, rows_new, block, list(range(R)), every, every[:-1], every[:-1])
         metrics[metric] = state
-    return Computed(
-        columns, function_ids, _finish(metrics, columns), p, len(p.loaded), metrics
-    )
+    return Computed(columns, function_ids, metrics, _globals(metrics), p, len(p.loaded), base)
 
 
-def _finish(
-    metrics: dict[str, _Metric], columns: Columns
-) -> dict[tuple[str, str, str], dict[str, np.ndarray]]:
-    """The global steps, then the arrays of each stored row."""
-    bookkeeping = {
-        "run_ids": np.concatenate(columns.run_ids).astype("<i8"),
-        "run_counts": columns.run_counts.astype("<i8"),
-        "params": PARAMS,
-    }
-    out: dict[tuple[str, str, str], dict[str, np.ndarray]] = {}
+def _globals(metrics: dict[str, MetricArrays]) -> dict[str, np.ndarray]:
+    """The global steps: the recommended rule's q-values and verdicts, every digression."""
+    out: dict[str, np.ndarray] = {}
     for metric, state in metrics.items():
-        paired = (state.n[:, :-1] >= MIN_RUNS) & (state.n[:, 1:] >= MIN_RUNS)
-        p_value = np.where(paired, state.window["p"], np.nan)
-        z = np.where(paired, state.window["z"], np.nan)
-        shift = np.where(paired, state.window["shift"], np.nan)
+        paired = _paired(state.n)
         q_value, rec_verdict = recommended_verdicts(
-            p_value, z, shift, paired, window=WINDOW, fdr=FDR,
-            min_relative_effect=MIN_RELATIVE_EFFECT,
+            np.where(paired, state.window["p"], np.nan),
+            np.where(paired, state.window["z"], np.nan),
+            np.where(paired, state.window["shift"], np.nan),
+            paired, window=WINDOW, fdr=FDR, min_relative_effect=MIN_RELATIVE_EFFECT,
         )
+        out[store.global_key(metric, "q_value")] = q_value
+        out[store.global_key(metric, "verdict")] = rec_verdict
         for estimator, rule in product(ESTIMATORS, RULES):
-            rel, pair = state.release[estimator], state.pair[estimator]
-            arrays = {
-                "estimate": rel["estimate"], "lo": rel["lo"], "hi": rel["hi"], "n": state.n,
-                "gap": pair["gap"], "diff": pair["diff"], "diff_lo": pair["diff_lo"],
-                "diff_hi": pair["diff_hi"],
-            }
-            if rule == "paper":
-                verdict = pair["paper_verdict"]
-                arrays |= {"verdict": verdict, "p_value": pair["paper_p"],
-                           "q_value": np.full(verdict.shape, np.nan)}
-            else:
-                verdict = rec_verdict
-                arrays |= {"verdict": verdict, "p_value": p_value, "q_value": q_value,
-                           "z": z, "shift": shift}
-            arrays["digression"] = _fast_digressions(verdict, rel["lo"], rel["hi"])
-            out[(metric, estimator, rule)] = arrays | bookkeeping
+            rel = state.release[estimator]
+            verdict = state.pair[estimator]["paper_verdict"] if rule == "paper" else rec_verdict
+            out[store.global_key(metric, f"{estimator}.{rule}.digression")] = (
+                digressions(verdict, rel["lo"], rel["hi"])
+            )
     return out
 
 
@@ -689,10 +551,15 @@ def _finish(
 
 def is_up_to_date(series: Series) -> bool:
     latest = Run.objects.filter(series=series, status=Run.DONE).aggregate(t=Max("finished"))["t"]
-    seen = SeriesAnalysis.objects.filter(series=series).aggregate(t=Min("snapshot_at"))["t"]
+    seen = SeriesAnalysis.objects.filter(series=series).values_list(
+        "snapshot_at", flat=True
+    ).first()
     if latest is None:
         return not SeriesAnalysis.objects.filter(series=series).exists()
     return seen is not None and seen >= latest
+
+
+NEWER = "a newer analysis is stored"
 
 
 def analyse_series(series_id: int, *, force: bool = False) -> str:
@@ -704,72 +571,53 @@ def analyse_series(series_id: int, *, force: bool = False) -> str:
     series = Series.objects.get(pk=series_id)
     if not force and is_up_to_date(series):
         return "up to date"
+    for _ in range(3):
+        try:
+            return _analyse(series, force)
+        except store.BaseChangedError:  # another analysis stored in between: start from it
+            _last.pop(series.pk, None)
+    return _analyse(series, True)
+
+
+def _analyse(series: Series, force: bool) -> str:
     snapshot = timezone.now()
     columns = current_columns(series)
     stored = None if force else _read_stored(series)
     if stored is not None and stored.snapshot_at > snapshot:
-        return "a newer analysis is stored"
+        return NEWER
     R = len(columns.release_ids)  # noqa: N806
-    if R < 2:
-        result = None
-    elif stored is not None and _unchanged(columns, stored):
-        return _advance(series, snapshot)
-    else:
-        result = compute(columns, stored)
-    rows = []
-    if result is not None:
-        for (metric, estimator, rule), arrays in result.arrays.items():
-            rows.append(SeriesAnalysis(
-                series=series, metric=metric, estimator=estimator, rule=rule,
-                release_ids=columns.release_ids.astype("<i8").tobytes(),
-                function_ids=result.function_ids.astype("<i8").tobytes(),
-                arrays=_npz(arrays), snapshot_at=snapshot,
-            ))
-    with transaction.atomic():
-        Series.objects.select_for_update().get(pk=series.pk)
-        existing = SeriesAnalysis.objects.filter(series=series)
-        newest = existing.aggregate(t=Max("snapshot_at"))["t"]
-        if newest is not None and newest > snapshot:
-            return "a newer analysis is stored"
-        existing.delete()
-        _insert(rows)
-        if result is None:
+    try:
+        if R < 2:
+            store.write(series, snapshot, None, None)
             _remember(series.pk, None)
-        else:
-            _remember(series.pk, _Stored(
-                columns.release_ids, result.function_ids, columns.run_ids, PARAMS, snapshot,
-                result.metrics,
-            ))
-    if result is None:
-        return "fewer than two releases with two or more done runs: nothing to compare"
+            return "fewer than two releases with two or more done runs: nothing to compare"
+        if stored is not None and _unchanged(columns, stored):
+            if store.move_snapshot(series, snapshot) == stored.generation:
+                stored.snapshot_at = snapshot
+                _remember(series.pk, stored)
+            return "no new runs since the stored analysis"
+        result = compute(columns, stored)
+        partial = not result.plan.full and stored is not None
+        generation = store.write(series, snapshot, store.Write(
+            columns.release_ids, result.function_ids, columns.run_ids, PARAMS, result.metrics,
+            result.global_arrays, columns=result.rewritten if partial else None,
+            tail_from=result.base_rows,
+        ), stored.generation if partial and stored is not None else None)
+    except store.NewerStoredError:
+        return NEWER
+    _remember(series.pk, Stored(generation, columns.release_ids, result.function_ids,
+                                columns.run_ids, PARAMS, snapshot, result.metrics))
     done = f"{len(result.function_ids)} functions × {R} releases analysed"
     if result.plan.full:
         return done
     changed = int(result.plan.changed.sum())
     return (
         f"{done} (incremental: {changed} release{'s' * (changed != 1)} changed, "
-        f"samples of {result.loaded_releases} loaded)"
+        f"samples of {result.loaded_releases} loaded, {len(result.rewritten)} rewritten)"
     )
 
 
-def _unchanged(columns: Columns, stored: _Stored) -> bool:
+def _unchanged(columns: Columns, stored: Stored) -> bool:
     return np.array_equal(columns.release_ids, stored.release_ids) and all(
         np.array_equal(a, b) for a, b in zip(columns.run_ids, stored.run_ids, strict=True)
     ) and np.array_equal(stored.params, PARAMS)
-
-
-def _advance(series: Series, snapshot: datetime) -> str:
-    """The stored analysis already covers every done run: only its snapshot moves on."""
-    with transaction.atomic():
-        Series.objects.select_for_update().get(pk=series.pk)
-        existing = SeriesAnalysis.objects.filter(series=series)
-        newest = existing.aggregate(t=Max("snapshot_at"))["t"]
-        if newest is not None and newest > snapshot:
-            return "a newer analysis is stored"
-        cached = _last.get(series.pk)
-        current = cached is not None and cached[0] == _version(series.pk)
-        existing.update(snapshot_at=snapshot)
-        if cached is not None and current:
-            cached[1].snapshot_at = snapshot
-            _remember(series.pk, cached[1])
-    return "no new runs since the stored analysis"

@@ -214,44 +214,87 @@ class ApiToken(models.Model):
 
 
 class SeriesAnalysis(models.Model):
-    """The analysed matrix of a series for one (metric, estimator, rule), as packed arrays.
+    """The stored analysis of a series: its shape, bookkeeping and the global matrices.
 
-    Rows are ``function_ids``, columns ``release_ids`` (the releases with at least two done
-    runs, in series order). ``arrays`` is an ``.npz`` of: per release (F × R) ``estimate``,
-    ``lo``, ``hi``, ``n``; per consecutive pair (F × R-1, column ``r-1`` for the pair
-    ``r-1 → r``) ``verdict`` (codes of ``deviations.stats.compare``), ``gap``, ``diff``,
-    ``diff_lo``, ``diff_hi``, ``p_value``, ``q_value``, ``digression``; recommended rule only,
-    per pair: ``z`` (windowed Mann–Whitney z, ranks the local maximum) and ``shift`` (relative
-    change of the windowed medians). Bookkeeping of incremental updates: ``run_ids`` (the done
-    runs of every column, in load order, split by ``run_counts``, one per column) and
-    ``params`` (confidence, window, fdr, min_relative_effect). Pages read one row and slice
-    it; nothing is recomputed in a view (docs/architecture.md, "Analysis: stored matrices,
-    incremental updates").
+    One row per series. Rows of the matrices are ``function_ids`` (in the order they were
+    first analysed: a full recompute sorts them, an update appends new functions), columns
+    ``release_ids`` (the releases with at least two done runs, in series order). The
+    per-release and per-pair numbers live in :class:`AnalysisBlock` rows; this row holds
+    what changes everywhere when one release arrives: ``global_arrays``, an ``.npz`` of, per
+    metric, ``<metric>.q_value`` (Benjamini–Hochberg over the whole matrix) and
+    ``<metric>.verdict`` (the recommended rule's verdicts), and per (metric, estimator, rule)
+    ``<metric>.<estimator>.<rule>.digression``, each functions × (releases - 1), column
+    ``r-1`` for the pair ``r-1 → r``. Bookkeeping of incremental updates: ``run_ids`` (the
+    done runs of every column, in load order, split by ``run_counts``) and ``params``
+    (confidence, window, fdr, min_relative_effect). ``generation`` is a random token that
+    changes with every write: an update computed from one generation is stored only onto
+    it, and readers check that it did not change while they read (docs/architecture.md,
+    "Analysis: stored matrices, incremental updates").
     """
 
-    METRICS = [("self", "self time"), ("total", "total time")]
-    ESTIMATORS = [("median", "median"), ("mean", "mean")]
-    RULES = [("paper", "paper (seed 003)"), ("recommended", "recommended")]
-
-    series = models.ForeignKey(Series, on_delete=models.CASCADE, related_name="analyses")
-    metric = models.CharField(max_length=10, choices=METRICS)
-    estimator = models.CharField(max_length=10, choices=ESTIMATORS)
-    rule = models.CharField(max_length=12, choices=RULES)
+    series = models.OneToOneField(Series, on_delete=models.CASCADE, related_name="analysis")
+    generation = models.BigIntegerField()
     release_ids = models.BinaryField()
     function_ids = models.BinaryField()
-    arrays = models.BinaryField()
+    run_ids = models.BinaryField()
+    run_counts = models.BinaryField()
+    params = models.BinaryField()
+    global_arrays = models.BinaryField()
     # The analysis saw every run that finished before this instant.
     snapshot_at = models.DateTimeField()
 
     class Meta:
+        verbose_name_plural = "series analyses"
+
+    def __str__(self) -> str:
+        return f"analysis of {self.series.name}"
+
+
+class AnalysisBlock(models.Model):
+    """The numbers of one release (a column) of a series' analysis, for some of its rows.
+
+    One block per (metric, estimator, release) covers rows ``row_start .. row_start +
+    rows`` of the matrix (usually all; a release analysed before new functions arrived
+    gets a second block for their rows). Each field is a packed little-endian array of
+    ``rows`` values: per release ``estimate``, ``lo``, ``hi`` (the estimator's interval),
+    ``n`` (int64); for the pair ending at this release (empty in the first column):
+    ``gap``, ``diff``, ``diff_lo``, ``diff_hi``, ``paper_p``, ``paper_verdict`` (int8 codes
+    of ``deviations.stats.compare``), and the recommended rule's window tests ``z``, ``p``
+    (raw, before Benjamini–Hochberg) and ``shift``. A new release rewrites its own blocks and
+    those of the few releases whose pairs or windows it touches, never the whole matrix.
+    """
+
+    series = models.ForeignKey(Series, on_delete=models.CASCADE, related_name="+")
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="+")
+    metric = models.CharField(max_length=10)
+    estimator = models.CharField(max_length=10)
+    row_start = models.IntegerField()
+    rows = models.IntegerField()
+    estimate = models.BinaryField()
+    lo = models.BinaryField()
+    hi = models.BinaryField()
+    n = models.BinaryField()
+    gap = models.BinaryField()
+    diff = models.BinaryField()
+    diff_lo = models.BinaryField()
+    diff_hi = models.BinaryField()
+    paper_p = models.BinaryField()
+    paper_verdict = models.BinaryField()
+    z = models.BinaryField()
+    p = models.BinaryField()
+    shift = models.BinaryField()
+
+    class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["series", "metric", "estimator", "rule"], name="analysis_unique_kind"
+                fields=["series", "metric", "estimator", "release", "row_start"],
+                name="analysis_block_unique",
             ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.series.name} {self.metric}/{self.estimator}/{self.rule}"
+        return (f"{self.metric}/{self.estimator} of release {self.release_id}, rows "
+                f"{self.row_start}..{self.row_start + self.rows}")
 
 
 # The histogram side lives in its own module; importing it here registers its models.

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from django.db.models import Count, Q
 
-from deviations.analysis import read_analysis
+from deviations.analysis_store import read_analysis
 from deviations.models import Function, Release, Run, Series
 from deviations.stats.compare import IMPROVEMENT, NO_VERDICT, REGRESSION, verdict_name
 from deviations.stats.intervals import MIN_RUNS, median_ci

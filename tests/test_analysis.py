@@ -18,7 +18,15 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from deviations import analysis, demo
-from deviations.models import Function, Release, Run, RunTimes, Series, SeriesAnalysis
+from deviations.models import (
+    AnalysisBlock,
+    Function,
+    Release,
+    Run,
+    RunTimes,
+    Series,
+    SeriesAnalysis,
+)
 from deviations.stats.compare import compare, compare_matrix
 from deviations.stats.intervals import mean_ci, median_ci
 from tests.conftest import renderer_events
@@ -58,7 +66,9 @@ PAINT = {
 
 def test_stats_and_deviations_match_the_statistics_core(tmp_path: Path) -> None:
     ingest_series(tmp_path, PAINT)
-    assert SeriesAnalysis.objects.count() == 8  # 2 metrics × 2 estimators × 2 rules
+    assert SeriesAnalysis.objects.count() == 1
+    # One block per (metric, estimator, release): 2 × 2 × 4.
+    assert AnalysisBlock.objects.count() == 16
     stats = {(r["release"], r["function"]): r for r in export("stats")}
     for version, values in PAINT.items():
         row = stats[(version, "Paint")]
@@ -105,14 +115,43 @@ def test_no_analysis_is_a_clear_error(tmp_path: Path) -> None:
 def test_analysis_is_idempotent(tmp_path: Path) -> None:
     ingest_series(tmp_path, PAINT)
     series = Series.objects.get(name="s")
-    before = {a.pk: bytes(a.arrays) for a in SeriesAnalysis.objects.all()}
+    before = stored_bytes()
     assert analysis.analyse_series(series.pk) == "up to date"
-    assert {a.pk: bytes(a.arrays) for a in SeriesAnalysis.objects.all()} == before
+    assert stored_bytes() == before  # nothing written
     out = io.StringIO()
     call_command("analyse", "--series", "s", "--full", stdout=out)
     assert "2 functions × 4 releases analysed" in out.getvalue()
-    after = sorted(bytes(a.arrays) for a in SeriesAnalysis.objects.all())
-    assert after == sorted(before.values())  # same data, same result
+    after = stored_bytes()
+    assert after[0] != before[0]  # written again (a new generation)...
+    assert after[1:] == before[1:]  # ...with the same data
+
+
+def stored_bytes() -> tuple[object, ...]:
+    """The stored analysis: its generation, global arrays and every block's bytes."""
+    head = SeriesAnalysis.objects.get()
+    blocks = sorted(
+        tuple(bytes(v) if isinstance(v, bytes | memoryview) else v for v in row)
+        for row in AnalysisBlock.objects.values_list(
+            "release_id", "metric", "estimator", "row_start", *analysis.store.BLOCK_FIELDS
+        )
+    )
+    return head.generation, bytes(head.global_arrays), bytes(head.function_ids), blocks
+
+
+def test_analyse_all_series(tmp_path: Path) -> None:
+    ingest_series(tmp_path, PAINT)
+    SeriesAnalysis.objects.all().delete()  # as migration 0004 left them
+    AnalysisBlock.objects.all().delete()
+    Series.objects.create(name="empty")
+    out = io.StringIO()
+    call_command("analyse", "--all", stdout=out)
+    assert out.getvalue().splitlines() == [
+        "empty: up to date",
+        "s: 2 functions × 4 releases analysed",
+    ]
+    assert len(export("stats")) == 8
+    with pytest.raises(CommandError, match="one of the arguments --series --all"):
+        call_command("analyse", stdout=out)
 
 
 def test_samples_treat_absent_functions_as_zero(tmp_path: Path) -> None:
@@ -194,9 +233,10 @@ class RandomSeries:
 
 
 def stored_arrays(series: Series) -> dict[tuple[str, str, str], dict[str, np.ndarray]]:
+    """Every (metric, estimator, rule) as pages read it (rows sorted by function id)."""
     return {
-        (a.metric, a.estimator, a.rule): analysis.unpack(a)
-        for a in SeriesAnalysis.objects.filter(series=series)
+        kind: analysis.read_analysis(series, *kind)
+        for kind in itertools.product(analysis.METRICS, analysis.ESTIMATORS, analysis.RULES)
     }
 
 
@@ -206,6 +246,7 @@ def assert_same_as_full(series: Series) -> None:
     full = analysis.compute(analysis.current_columns(series), None)
     assert full.plan.full
     assert set(stored) == set(full.arrays)
+    assert np.all(np.diff(full.function_ids) > 0)  # a full recompute sorts its rows
     for kind, arrays in full.arrays.items():
         got = stored[kind]
         np.testing.assert_array_equal(got["function_ids"], full.function_ids)
@@ -336,10 +377,10 @@ def test_a_finished_run_already_seen_only_moves_the_snapshot() -> None:
     for number in range(4):
         data.add_runs(number, 2)
     analysis.analyse_series(data.series.pk)
-    before = {a.pk: bytes(a.arrays) for a in SeriesAnalysis.objects.all()}
+    before = stored_bytes()
     Run.objects.filter(series=data.series).update(finished=timezone.now())  # seen, restamped
     assert analysis.analyse_series(data.series.pk) == "no new runs since the stored analysis"
-    assert {a.pk: bytes(a.arrays) for a in SeriesAnalysis.objects.all()} == before
+    assert stored_bytes() == before
     assert analysis.analyse_series(data.series.pk) == "up to date"
 
 
@@ -365,8 +406,9 @@ def test_the_remembered_state_is_used_only_while_it_is_what_is_stored(
         data.add_runs(number, 3)
     analysis.analyse_series(data.series.pk)
     reads = []
-    fetch = analysis._fetch
-    monkeypatch.setattr(analysis, "_fetch", lambda *a: reads.append(a) or fetch(*a))
+    read_state = analysis.store.read_state
+    monkeypatch.setattr(analysis.store, "read_state",
+                        lambda *a: reads.append(a) or read_state(*a))
     data.add_runs(6, 3)
     analysed_incrementally_warm(data.series)
     assert reads == []  # remembered: nothing read back
@@ -383,3 +425,79 @@ def test_the_remembered_state_is_used_only_while_it_is_what_is_stored(
 
 def analysed_incrementally_warm(series: Series) -> None:
     assert "incremental" in analysis.analyse_series(series.pk)
+
+
+def test_new_functions_add_blocks_of_their_rows_only() -> None:
+    data = RandomSeries(14, functions=6)
+    late = Function.objects.create(series=data.series, name="late").pk
+    for number in range(6):
+        data.add_runs(number, 3)
+    analysis.analyse_series(data.series.pk)
+    blocks = AnalysisBlock.objects.count()
+    release = data.release(6)
+    for k in range(3):  # "late" appears in release 6 only
+        run = Run.objects.create(series=data.series, release=release, sha256=f"late{k:060d}",
+                                 file_name=f"late-{k}.json", size_bytes=1, status=Run.DONE,
+                                 finished=timezone.now())
+        RunTimes.pack(run, np.array(data.fids + [late]), np.full(7, 100.0 + k),
+                      np.full(7, 150.0 + k), np.ones(7, dtype=np.int64)).save()
+    assert "incremental" in analysis.analyse_series(data.series.pk)
+    # Releases 4..6 are rewritten (6 is new; its windows reach back to boundary 3, stored
+    # with release 4); releases 0..3 keep their blocks and gain one for the new row.
+    tails = AnalysisBlock.objects.filter(row_start__gt=0)
+    assert tails.count() == 2 * 2 * 4
+    assert set(tails.values_list("rows", flat=True)) == {1}
+    assert AnalysisBlock.objects.count() == blocks + 2 * 2 * 1 + tails.count()
+    assert_same_as_full(data.series)
+    view = analysis.read_analysis(data.series, "self", "median", "paper")
+    row = list(view["function_ids"]).index(late)
+    np.testing.assert_array_equal(view["estimate"][row], [0, 0, 0, 0, 0, 0, 101])
+
+
+def test_an_update_computed_from_a_replaced_analysis_starts_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = RandomSeries(15)
+    for number in range(6):
+        data.add_runs(number, 3)
+    analysis.analyse_series(data.series.pk)
+    stale = analysis.store.read_state(data.series.pk)
+    data.add_runs(6, 3)
+    analysis.analyse_series(data.series.pk)  # another worker stores a newer generation
+    data.add_runs(7, 3)
+    reads = []
+    real = analysis._read_stored
+
+    def first_stale(series: Series) -> analysis.Stored | None:
+        reads.append(series.pk)
+        return stale if len(reads) == 1 else real(series)
+
+    monkeypatch.setattr(analysis, "_read_stored", first_stale)
+    assert "incremental" in analysis.analyse_series(data.series.pk)
+    assert len(reads) == 2  # the update onto the stale base was refused, then redone
+    assert_same_as_full(data.series)
+
+
+def test_an_update_writes_every_cell(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Updates allocate their arrays uninitialised; poison them to prove nothing is left.
+    empty = analysis.MetricArrays.empty.__func__
+
+    def poisoned(cls, F: int, R: int, *, filled: bool = True):  # noqa: ANN001, ANN202, N803
+        arrays = empty(cls, F, R, filled=True)
+        if not filled:
+            for part in (*arrays.release.values(), *arrays.pair.values(), arrays.window):
+                for value in part.values():
+                    value.fill(77)
+            arrays.n.fill(77)
+        return arrays
+
+    monkeypatch.setattr(analysis.MetricArrays, "empty", classmethod(poisoned))
+    data = RandomSeries(16)
+    numbers = [int(n) for n in data.rng.permutation(10)]
+    for number in numbers[:3]:
+        data.add_runs(number, 3)
+    analysis.analyse_series(data.series.pk)
+    for number in numbers[3:]:
+        data.add_runs(number, int(data.rng.integers(2, 5)))
+        analysed_incrementally(data.series)
+        assert_same_as_full(data.series)

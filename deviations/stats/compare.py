@@ -279,7 +279,8 @@ def benjamini_hochberg(p: npt.ArrayLike) -> FloatArray:
     out = np.full(flat.shape, np.nan)
     m = vals.size
     if m:
-        order = np.argsort(vals, kind="stable")
+        # Tied p-values get equal q-values whatever their order, so any sort will do.
+        order = np.argsort(vals)
         scaled = vals[order] * m / np.arange(1, m + 1)
         adjusted = np.minimum.accumulate(scaled[::-1])[::-1]
         q = np.empty(m)
@@ -314,6 +315,9 @@ def digressions(verdict: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike) ->
     same direction between ``i`` and ``j`` are allowed (Fig. 7: two regressions,
     then one improvement back to the first level marks the first regression only,
     the second one started from a level the series does not return to).
+
+    Cost: one test per pair of deviations of the same function (deviations are rare),
+    not per pair of releases.
     """
     v = np.asarray(verdict)
     low = np.asarray(lo, dtype=np.float64)
@@ -322,16 +326,34 @@ def digressions(verdict: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike) ->
     if low.shape[-1] != pairs + 1 or high.shape != low.shape:
         raise ValueError("lo and hi need one more release than verdict has pairs")
     out = np.zeros(v.shape, dtype=np.bool_)
-    opposite = {REGRESSION: IMPROVEMENT, IMPROVEMENT: REGRESSION}
-    for i in range(pairs - 1):
-        later = v[..., i + 1 :]
-        back = (low[..., i + 2 :] <= high[..., i : i + 1]) & (
-            high[..., i + 2 :] >= low[..., i : i + 1]
+    if pairs < 2:
+        return out
+    v2 = v.reshape(-1, pairs)
+    low2, high2 = low.reshape(-1, pairs + 1), high.reshape(-1, pairs + 1)
+    flat = out.reshape(-1, pairs)
+    # Deviations are sparse: test every (deviation i, later deviation j) of a row, in
+    # chunks of at most _PAIRS_PER_CHUNK candidate pairs.
+    rows, cols = np.nonzero((v2 == REGRESSION) | (v2 == IMPROVEMENT))
+    later = np.searchsorted(rows, rows, side="right") - np.arange(len(rows)) - 1
+    ends = np.cumsum(later)
+    start = 0
+    while start < len(rows):
+        stop = max(start + 1, int(np.searchsorted(ends, ends[start] + _PAIRS_PER_CHUNK)))
+        count = later[start:stop]
+        a = np.repeat(np.arange(start, stop), count)
+        b = a + 1 + np.arange(len(a)) - np.repeat(np.cumsum(count) - count, count)
+        r, i, j = rows[a], cols[a], cols[b]
+        hit = (
+            (v2[r, j] != v2[r, i])  # both deviations: the opposite direction
+            & (low2[r, j + 1] <= high2[r, i])
+            & (high2[r, j + 1] >= low2[r, i])
         )
-        for start, end in opposite.items():
-            hit = (v[..., i] == start) & np.any((later == end) & back, axis=-1)
-            out[..., i] |= hit
+        flat[r[hit], i[hit]] = True
+        start = stop
     return out
+
+
+_PAIRS_PER_CHUNK: Final = 1 << 20
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from deviations.stats import compare as compare_module
 from deviations.stats.compare import (
     IMPROVEMENT,
     NO_VERDICT,
@@ -319,6 +320,47 @@ def test_no_digression_when_the_level_does_not_come_back():
     assert not got.any()
     with pytest.raises(ValueError, match="one more release"):
         digressions(np.array([REGRESSION]), lo, hi)
+
+
+def _digressions_by_definition(v, lo, hi):
+    """The docstring's definition, one pair at a time."""
+    out = np.zeros(v.shape, dtype=bool)
+    for f in range(v.shape[0]):
+        for i in range(v.shape[1]):
+            if v[f, i] not in (REGRESSION, IMPROVEMENT):
+                continue
+            for j in range(i + 1, v.shape[1]):
+                opposite = v[f, j] in (REGRESSION, IMPROVEMENT) and v[f, j] != v[f, i]
+                if opposite and lo[f, j + 1] <= hi[f, i] and hi[f, j + 1] >= lo[f, i]:
+                    out[f, i] = True
+    return out
+
+
+@settings(max_examples=60)
+@given(seed=st.integers(0, 2**32 - 1), functions=st.integers(0, 6),
+       pairs=st.integers(0, 12), dense=st.floats(0.0, 1.0))
+def test_digressions_match_their_definition(seed, functions, pairs, dense):
+    rng = np.random.default_rng(seed)
+    v = np.where(rng.random((functions, pairs)) < dense,
+                 rng.choice([REGRESSION, IMPROVEMENT], (functions, pairs)),
+                 rng.choice([NONSIGNIFICANT_OVERLAP, SIGNIFICANT_OVERLAP, -1],
+                            (functions, pairs))).astype(np.int8)
+    lo = np.round(rng.normal(0, 1, (functions, pairs + 1)), 1)
+    lo[rng.random(lo.shape) < 0.1] = np.nan
+    hi = lo + np.round(rng.uniform(0, 1, lo.shape), 1)
+    np.testing.assert_array_equal(digressions(v, lo, hi), _digressions_by_definition(v, lo, hi))
+
+
+def test_digressions_in_chunks(monkeypatch):
+    # Every pair deviating, in chunks smaller than one row's candidate pairs.
+    rng = np.random.default_rng(7)
+    v = rng.choice([REGRESSION, IMPROVEMENT], (5, 30)).astype(np.int8)
+    lo = rng.normal(0, 1, (5, 31))
+    hi = lo + 0.5
+    whole = digressions(v, lo, hi)
+    monkeypatch.setattr(compare_module, "_PAIRS_PER_CHUNK", 7)
+    np.testing.assert_array_equal(digressions(v, lo, hi), whole)
+    np.testing.assert_array_equal(whole, _digressions_by_definition(v, lo, hi))
 
 
 @pytest.mark.parametrize("rule", ["paper", "recommended"])

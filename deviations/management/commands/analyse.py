@@ -1,4 +1,4 @@
-"""python manage.py analyse --series NAME [--full]"""
+"""python manage.py analyse (--series NAME | --all) [--full]"""
 
 from typing import Any
 
@@ -13,18 +13,30 @@ class Command(BaseCommand):
         "Compute a series' per-release statistics (median and mean with their CIs) and the "
         "verdicts between consecutive releases for both rules (paper, recommended), both "
         "metrics (self, total) and both estimators, and store them. Without --full, does "
-        "nothing when the stored analysis already saw every run."
+        "nothing when the stored analysis already saw every run, and otherwise recomputes "
+        "only what the new runs change."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--series", required=True)
+        which = parser.add_mutually_exclusive_group(required=True)
+        which.add_argument("--series", help="the series to analyse")
+        which.add_argument(
+            "--all", action="store_true",
+            help="every series (e.g. after an upgrade whose migration dropped the stored "
+                 "analyses)",
+        )
         parser.add_argument(
-            "--full", action="store_true", help="recompute even when up to date"
+            "--full", action="store_true",
+            help="recompute everything, even when up to date",
         )
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        try:
-            series = Series.objects.get(name=opts["series"])
-        except Series.DoesNotExist as exc:
-            raise CommandError(f"no series named {opts['series']!r}") from exc
-        self.stdout.write(f"{series.name}: {analyse_series(series.pk, force=opts['full'])}")
+        if opts["all"]:
+            chosen = list(Series.objects.order_by("name"))
+        else:
+            try:
+                chosen = [Series.objects.get(name=opts["series"])]
+            except Series.DoesNotExist as exc:
+                raise CommandError(f"no series named {opts['series']!r}") from exc
+        for series in chosen:
+            self.stdout.write(f"{series.name}: {analyse_series(series.pk, force=opts['full'])}")
