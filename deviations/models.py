@@ -99,6 +99,13 @@ class Function(models.Model):
         data = name.encode("utf-8", "surrogatepass")
         return hashlib.sha1(data, usedforsecurity=False).hexdigest()
 
+    @staticmethod
+    def storable(name: str) -> str:
+        """``name`` as stored: NUL characters, which PostgreSQL text cannot hold, become
+        U+FFFD on every database. Identity stays with the digest of the name as traced, so
+        ``a\\0b`` and ``a\ufffdb`` remain two functions."""
+        return name.replace("\x00", "\ufffd")
+
 
 class Run(models.Model):
     """One trace file of one release: its identity (sha256), its state and its parse summary."""

@@ -265,7 +265,7 @@ def _function_ids(series: Series, names: list[str]) -> np.ndarray:
             )
         )
     missing = [
-        Function(series=series, name=n, name_sha1=d)
+        Function(series=series, name=Function.storable(n), name_sha1=d)
         for n, d in zip(names, digests, strict=True)
         if d not in known
     ]

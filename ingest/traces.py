@@ -42,6 +42,7 @@ Decisions
 * Function names are kept as written (HTML, unicode, anything), except that a name longer
   than 1,000 characters becomes its first 1,000 characters + "…" + the first 8 hex
   digits of the SHA-1 of the full name (UTF-8), so distinct long names stay distinct.
+  (The database stores NUL characters as U+FFFD: ``Function.storable``.)
 * ``ParseSummary.ignored_phases`` counts, over the whole file, the events of every phase
   other than ``B``, ``E``, ``X`` and ``M`` (an event without ``ph`` counts under "?").
 * Output functions are listed in order of first appearance in the file.

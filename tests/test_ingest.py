@@ -217,6 +217,21 @@ def test_hostile_function_names_are_stored_as_given(write_trace) -> None:
     assert max(len(n) for n in names) < 1100
 
 
+def test_nul_in_a_name_is_stored_on_every_database(write_trace) -> None:
+    # PostgreSQL text cannot hold NUL: it is stored as U+FFFD, and identity stays with the
+    # name as traced, so a name that already had U+FFFD there stays another function.
+    from tests.conftest import renderer_events
+
+    events = renderer_events([("a\x00b", 0, 10), ("a\ufffdb", 20, 5), ("c", 30, 1)])
+    ingest(write_trace("nul.json", events))
+    ingest(write_trace("nul2.json", events + renderer_events([("d", 40, 1)])))
+    assert sorted(Function.objects.values_list("name", flat=True)) == [
+        "a\ufffdb", "a\ufffdb", "c", "d"
+    ]
+    assert Function.objects.count() == 4  # the second run found the first run's functions
+    assert Run.objects.filter(status=Run.DONE).count() == 2
+
+
 def test_processing_twice_is_harmless(write_trace, simple_events) -> None:
     from deviations.tasks import ingest_run
 
