@@ -7,17 +7,48 @@ folder, Celery tasks executed in-process, email printed to the console. Setting
 changes (docs/architecture.md).
 """
 
+import os
+import secrets
+import time
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 
-# The default key is only good for the embedded, single-user first run; any deployment sets
-# DJANGO_SECRET_KEY (docker-compose.yml does).
-SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="embedded-default-not-for-production")
+
+
+def _secret_key(path: Path) -> str:
+    """A random key made on the first run and kept in ``path`` (mode 0600).
+
+    It signs sessions and the unsubscribe links of alert emails: a constant default would
+    let anyone forge them. Several processes starting at once agree on one file (O_EXCL).
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        for _ in range(50):  # another process may be writing it right now
+            key = path.read_text().strip()
+            if key:
+                return key
+            time.sleep(0.1)
+        raise ImproperlyConfigured(
+            f"{path} is empty: delete it or set DJANGO_SECRET_KEY"
+        ) from None
+    key = secrets.token_urlsafe(50)
+    with os.fdopen(fd, "w") as stream:
+        stream.write(key + "\n")
+    return key
+
+
+# Deployments set DJANGO_SECRET_KEY (the same in every process: web, worker, beat); the
+# embedded default makes one per installation.
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="") or _secret_key(
+    env.path("DJANGO_SECRET_KEY_FILE", default=BASE_DIR / ".secret_key")
+)
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])

@@ -89,3 +89,14 @@ def test_upload_page_names_a_file_over_the_limit(user_client: Client, settings) 
     assert response.status_code == 400
     assert "big.json: over the limit of 100 bytes" in response.content.decode()
     assert not Run.objects.exists()
+
+
+def test_the_embedded_secret_key_is_made_once_per_installation(tmp_path) -> None:
+    from deviations.settings import _secret_key
+
+    path = tmp_path / "key"
+    first = _secret_key(path)
+    assert len(first) >= 50
+    assert first == _secret_key(path)  # kept
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert _secret_key(tmp_path / "other") != first  # random per installation
