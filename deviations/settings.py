@@ -47,7 +47,7 @@ def _secret_key(path: Path) -> str:
 # Deployments set DJANGO_SECRET_KEY (the same in every process: web, worker, beat); the
 # embedded default makes one per installation.
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="") or _secret_key(
-    env.path("DJANGO_SECRET_KEY_FILE", default=BASE_DIR / ".secret_key")
+    Path(env.str("DJANGO_SECRET_KEY_FILE", default=str(BASE_DIR / ".secret_key")))
 )
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])

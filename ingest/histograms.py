@@ -31,13 +31,16 @@ data). GLAM rows list every bucket (zeros included), so their keys are the lower
 
 Names
 -----
-The probe name is ``[process:]NAME[#aggregation][/key]``:
+The probe name is ``[process:]NAME[#aggregation][@version][/key]``:
 
 * ``process:`` for histograms of a process other than the parent (``content:GC_MS`` from a
   ping's ``payload.processes.content.histograms``, or a GLAM row with ``"process":
   "content"``), so the same probe gets the same name from a ping and from GLAM;
 * ``#aggregation`` for GLAM scalar rows, whose ``client_agg_type`` (max, min, avg, sum,
   count) makes different distributions of one metric;
+* ``@version`` for GLAM's per-version aggregates (rows with ``build_id`` "*"): labelled
+  by release version instead of build id, they are another series than the per-build
+  snapshots of the same probe and must not interleave with them;
 * ``/key`` for keyed histograms (``payload.keyedHistograms.NAME.KEY``, GLAM
   ``metric_key``). Keys may themselves contain ``/`` or ``:``; the name is a label, not a
   path to be split.
@@ -143,6 +146,8 @@ _PING_TYPE_CODES = {
 #: buckets, lower bounds 0, 1, 2.
 _FIXED_LAYOUT = (1, 2, 3)
 _GLAM_SUMMED = "summed_histogram"
+#: Added to the probe name of GLAM per-version aggregates (see "Names").
+PER_VERSION_SUFFIX = "@version"
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _UTF8_BOM = b"\xef\xbb\xbf"
@@ -705,17 +710,19 @@ def _glam_row(item: Any, ctx: _Context, where: str) -> _GlamRow:
     aggregation = _glam_text(
         item.get("client_agg_type"), _GLAM_SUMMED, ctx, where, "client_agg_type"
     )
+    build = item.get("build_id")
+    per_version = build == "*"
+    if per_version:  # a per-version aggregate: the version is the release label
+        build = item.get("version")
+        if build is None:
+            ctx.fail(where, "build_id '*' (a per-version aggregate) without a 'version'")
     probe = (
         ("" if process == "parent" else f"{process}:")
         + metric
         + ("" if aggregation == _GLAM_SUMMED else f"#{aggregation}")
+        + (PER_VERSION_SUFFIX if per_version else "")
         + (f"/{key}" if key else "")
     )
-    build = item.get("build_id")
-    if build == "*":  # a per-version aggregate: the version is the release label
-        build = item.get("version")
-        if build is None:
-            ctx.fail(where, "build_id '*' (a per-version aggregate) without a 'version'")
     histogram = item["histogram"]
     if not isinstance(histogram, dict) or not histogram:
         ctx.fail(where, f"'histogram' must be a non-empty object, got {_kind(histogram)}")

@@ -201,6 +201,19 @@ def test_glam_probe_names_carry_process_and_scalar_aggregation() -> None:
 def test_glam_per_version_rows_use_the_version_as_build_id() -> None:
     records = parse_histogram_file(HISTOGRAMS / "glam__boolean_histogram_version.json")
     assert [r.build_id for r in records] == ["5", "4", "3"]
+    assert {r.probe for r in records} == {"Boolean Histogram (version)@version"}
+
+
+def test_glam_per_version_rows_are_another_probe_than_per_build_rows() -> None:
+    rows = [
+        glam_row("20191101000000"),
+        glam_row("*", version="70"),
+        glam_row("*", version="70", client_agg_type="max", metric_key="k"),
+    ]
+    records = parse({"response": rows})
+    assert [(r.probe, r.build_id) for r in records] == [
+        ("GC_MS", "20191101000000"), ("GC_MS@version", "70"), ("GC_MS#max@version/k", "70"),
+    ]
 
 
 @requires_data

@@ -171,19 +171,25 @@ def test_upload_page(client, committed) -> None:
 
 @pytest.mark.skipif(not (SHARED_DATA / "histograms").is_dir(), reason="shared data absent")
 def test_real_mozilla_histograms_ingest_and_the_glam_baseline_stays_quiet() -> None:
-    """The real pings and GLAM per-build files go in through the CLI; GLAM's series (a
-    no-change baseline with one-build spikes) gives no change under the default rule.
-
-    GLAM's per-version files are left out: their rows use the version as build id and
-    would mix into the same probes' build series."""
+    """The real pings and every GLAM file go in through the CLI; GLAM's per-build series (a
+    no-change baseline with one-build spikes) gives no change under the default rule, and
+    the per-version files make probes of their own (``@version``)."""
     folder = SHARED_DATA / "histograms"
     pings = sorted(folder.glob("moztelemetry__*.json"))
     builds = sorted(folder.glob("glam__*_build_id.json"))
+    versions = sorted(folder.glob("glam__*_version.json"))
     out = io.StringIO()
-    call_command("ingest_histograms", *map(str, pings + builds), stdout=out)
+    call_command("ingest_histograms", *map(str, pings + builds + versions), stdout=out)
     assert "FAILED" not in out.getvalue()
     assert HistogramSnapshot.objects.filter(build_id="20170130030205").count() > 400
-    glam = Probe.objects.exclude(snapshots__build_id="20170130030205")
+    per_version = Probe.objects.filter(name__endswith="@version")
+    assert per_version.count() >= len(versions)  # scalars: one per aggregation
+    assert not HistogramSnapshot.objects.filter(
+        probe__in=per_version, build_id__startswith="20"
+    ).exists()
+    glam = Probe.objects.exclude(snapshots__build_id="20170130030205").exclude(
+        name__endswith="@version"
+    )
     assert glam.exists()
     for probe in glam:
         assert probe.snapshots.count() >= 100, probe.name
