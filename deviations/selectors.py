@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 from django.db.models import Count, Q
 
-from deviations.analysis_store import read_analysis
-from deviations.models import Function, Release, Run, Series
+from deviations.analysis_store import binary_values, read_analysis
+from deviations.models import Function, Release, Run, RunTimes, Series
 from deviations.stats.compare import IMPROVEMENT, NO_VERDICT, REGRESSION, verdict_name
 from deviations.stats.intervals import MIN_RUNS, median_ci
 
@@ -282,15 +282,23 @@ def function_detail(
 def function_samples(
     series: Series, function_id: int, metric: str, release_ids: np.ndarray
 ) -> list[list[float]]:
-    """The function's time in every done run of these releases (0 where it was not called)."""
-    column = 1 if metric == "self" else 2
+    """The function's time in every done run of these releases (0 where it was not called).
+
+    Reads, of each run's packed times, only the function ids and the metric's array, with
+    the binary protocol on PostgreSQL (the one read of the pages that grows with the runs).
+    """
+    column = "self_us" if metric == "self" else "total_us"
     by_release: dict[int, list[float]] = {int(r): [] for r in release_ids}
-    runs = (Run.objects.filter(series=series, status=Run.DONE, release_id__in=list(by_release))
-            .select_related("times").order_by("created", "id"))
-    for run in runs:
-        arrays = run.times.arrays()
-        hit = np.flatnonzero(arrays[0] == function_id)
-        by_release[run.release_id].append(float(arrays[column][hit[0]]) if len(hit) else 0.0)
+    times = RunTimes.objects.filter(
+        run__series=series, run__status=Run.DONE, run__release_id__in=list(by_release)
+    ).order_by("run__created", "run__id")
+    for release_id, function_ids, values in binary_values(
+        times, ("run__release_id", "function_ids", column)
+    ):
+        hit = np.flatnonzero(np.frombuffer(function_ids, dtype=RunTimes.INT) == function_id)
+        by_release[release_id].append(
+            float(np.frombuffer(values, dtype=RunTimes.FLOAT)[hit[0]]) if len(hit) else 0.0
+        )
     return [by_release[int(r)] for r in release_ids]
 
 

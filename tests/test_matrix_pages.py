@@ -95,6 +95,12 @@ def test_function_page_table_and_runs(client: Client, series: str) -> None:
     figure = figure_of(html, "function-figure")
     runs = next(t for t in figure["data"] if t["name"] == "runs")
     assert len(runs["y"]) == 12  # 4 releases × 3 runs
+    # x: the release's position, jittered (a strip chart).
+    shown = sorted((round(x), y) for x, y in zip(runs["x"], runs["y"], strict=True))
+    traced = sorted((r, d) for r, durations in enumerate(PAINT.values()) for d in durations)
+    assert [x for x, _ in shown] == [v for v, _ in traced]
+    scale = shown[0][1] / traced[0][1]  # the chart's unit
+    assert [y for _, y in shown] == pytest.approx([d * scale for _, d in traced])
     assert "narrowing-figure" in html
     rows = client.get(f"/series/s/functions/{paint.pk}/?format=json").json()
     assert [r["verdict"] for r in rows] == [None, "nonsignificant_overlap", "regression",
