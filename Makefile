@@ -14,17 +14,26 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
-install: $(VENV)/.installed
+# The basic plotly.js bundle the pages load (package.json, deviations/staticfinders.py). Without
+# npm the pages load the full bundle of the plotly package instead; a system check says so.
+node_modules/.installed: package.json package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		npm ci --no-audit --no-fund && touch $@; \
+	else \
+		echo "npm not found: pages will load the full plotly.js; install npm, then make install"; \
+	fi
+
+install: $(VENV)/.installed node_modules/.installed
 
 # The dashboard on the embedded default (SQLite, tasks in-process) with demo data,
 # at http://127.0.0.1:8000/ (user demo, password demo).
-demo: $(VENV)/.installed
+demo: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(PY) manage.py demo
 	$(PY) manage.py runserver 127.0.0.1:8000
 
-lint: $(VENV)/.installed
+lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 

@@ -44,7 +44,7 @@ def test_probe_page_has_chart_and_histograms(client, demo) -> None:
     response = client.get(f"/histograms/probes/{probe.pk}/")
     assert response.status_code == 200
     page = response.content.decode()
-    assert "plotly/plotly.min.js" in page
+    assert "plotly/plotly-basic.min.js" in page
     figure = json.loads(page.split('id="distance-figure" type="application/json">')[1]
                         .split("</script>")[0])
     names = [t["name"] for t in figure["data"]]

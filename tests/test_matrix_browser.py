@@ -1,6 +1,7 @@
-"""The deviation matrix in Debian's Chromium: hover, click through, and escaping.
+"""The deviation matrix in Debian's Chromium: hover, click through, escaping, and the
+plotly.js bundle each page loads (the basic one, the full one for WebGL).
 
-Screenshots go to test-artifacts/ (matrix.png, function.png, xss-*.png).
+Screenshots go to test-artifacts/ (matrix*.png, function.png, xss-*.png).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from deviations import demo
+from deviations import charts, demo, staticfinders
 from deviations.management.commands.demo import SERIES
 from tests.conftest import ARTIFACTS, renderer_events
 
@@ -74,6 +75,7 @@ def test_hover_a_triangle_and_click_through(page: Any) -> None:
                  .map(t => t.x.length)"""
     )
     assert sum(triangles) >= 1  # the deviation is marked on the chart
+    assert page.locator("#function-chart .errorbar").count() >= 2 * len(demo.RELEASES)
     page.screenshot(path=str(ARTIFACTS / "function.png"), full_page=True)
 
 
@@ -104,3 +106,65 @@ def test_hostile_function_name_is_text_everywhere(page: Any, tmp_path: Path) -> 
     page.screenshot(path=str(ARTIFACTS / "xss-release.png"), full_page=True)
     assert page.locator("img[src=x]").count() == 0
     assert dialogs == []
+
+
+PLOTLY_STATE = """() => ({
+  scripts: [...document.scripts].map(s => s.src).filter(s => s.includes('plotly')),
+  traces: Object.keys(Plotly.PlotSchema.get().traces).sort(),
+  drawn: document.getElementById('matrix')._fullData
+    .filter(t => t.x.length).map(t => [t.name, t.type, t.visible]),
+  canvases: document.querySelectorAll('#matrix canvas').length,
+})"""
+
+
+def small_series(tmp_path: Path) -> None:
+    """Series "small": Paint triples from 1.0 to 1.1, Layout does not move."""
+    for version, paint in {"1.0": [100, 102, 98], "1.1": [300, 306, 297]}.items():
+        files = []
+        for k, dur in enumerate(paint):
+            path = tmp_path / f"{version}-{k}.json"
+            path.write_text(json.dumps(renderer_events([("Paint", 0, dur),
+                                                        ("Layout", 1000, 50 + k)])))
+            files.append(str(path))
+        call_command("ingest_traces", "--series", "small", "--release", version, *files,
+                     stdout=io.StringIO())
+
+
+def draw_matrix(page: Any) -> dict[str, Any]:
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto("/series/small/")
+    page.locator("#matrix[data-rendered=true]").wait_for()
+    state = page.evaluate(PLOTLY_STATE)
+    assert errors == []
+    return dict(state)
+
+
+def test_matrix_is_drawn_with_the_basic_bundle(page: Any, tmp_path: Path) -> None:
+    small_series(tmp_path)
+    state = draw_matrix(page)
+    assert [s.rsplit("/", 1)[1] for s in state["scripts"]] == ["plotly-basic.min.js"]
+    assert state["traces"] == sorted(staticfinders.BASIC_TRACES), (
+        "the basic path serves another bundle: run npm ci (make install does)"
+    )
+    assert state["drawn"] == [["regression", "scatter", True],
+                              ["non-significant overlap", "scatter", True]]
+    assert state["canvases"] == 0  # SVG only
+    assert page.locator("#matrix .scatterlayer .trace").first.locator(".point").count() == 1
+    page.screenshot(path=str(ARTIFACTS / "matrix-basic-bundle.png"), full_page=True)
+
+
+def test_webgl_matrix_loads_the_full_bundle(
+    page: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(charts, "SVG_MAX_POINTS", 0)  # as a page of more points would be
+    small_series(tmp_path)
+    state = draw_matrix(page)
+    assert [s.rsplit("/", 1)[1] for s in state["scripts"]] == ["plotly.min.js"]
+    assert "scattergl" in state["traces"]
+    assert state["drawn"] == [["regression", "scattergl", True],
+                              ["non-significant overlap", "scattergl", True]]
+    assert state["canvases"] > 0
+    text, _ = hover(page, "regression", "Paint", "Paint")
+    assert "1.0 → 1.1" in text
+    page.screenshot(path=str(ARTIFACTS / "matrix-webgl.png"), full_page=True)

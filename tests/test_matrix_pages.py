@@ -12,6 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
+from deviations import charts
 from deviations.matrix import MatrixQuery
 from deviations.models import Function
 from tests.conftest import renderer_events
@@ -55,6 +56,22 @@ def test_matrix_page_shows_the_regression(client: Client, series: str) -> None:
     assert client.get(url).status_code == 200
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
     assert "<img src=x" not in html
+
+
+def test_pages_load_the_plotly_bundle_their_traces_need(
+    client: Client, series: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paint = Function.objects.get(name="Paint")
+    for url in ("/series/s/", f"/series/s/functions/{paint.pk}/?runs=1"):
+        html = client.get(url).content.decode()
+        assert '<script defer src="/static/plotly/plotly-basic.min.js">' in html
+        assert "plotly/plotly.min.js" not in html
+    # Above SVG_MAX_POINTS the matrix is WebGL (scattergl), which the basic bundle lacks.
+    monkeypatch.setattr(charts, "SVG_MAX_POINTS", 0)
+    html = client.get("/series/s/").content.decode()
+    assert {t["type"] for t in figure_of(html, "matrix-figure")["data"]} == {"scattergl"}
+    assert '<script defer src="/static/plotly/plotly.min.js">' in html
+    assert "plotly-basic" not in html
 
 
 def test_controls_round_trip_and_exports(client: Client, series: str) -> None:

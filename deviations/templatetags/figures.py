@@ -1,15 +1,27 @@
-"""``{{ figure|figure_script:"id" }}``: a Plotly figure as a JSON data block in the page.
+"""Figures in pages: ``{{ figure|figure_script:"id" }}`` and ``{% plotly_script figure ... %}``.
 
-Django's ``json_script`` escapes with ``str.translate``, ~0.4 s for the 1.7 MB figure of a
-page of the matrix; msgspec's encoder and three ``str.replace`` passes do the same in a few
-milliseconds. ``<``, ``>`` and ``&`` become JSON escapes, so nothing in the data (function
-names come from uploads) can close the script element or read as markup.
+``figure_script`` writes a Plotly figure as a JSON data block. Django's ``json_script``
+escapes with ``str.translate``, ~0.4 s for the 1.7 MB figure of a page of the matrix;
+msgspec's encoder and three ``str.replace`` passes do the same in a few milliseconds. ``<``,
+``>`` and ``&`` become JSON escapes, so nothing in the data (function names come from
+uploads) can close the script element or read as markup.
+
+``plotly_script`` loads the plotly.js bundle that can draw the page's figures (the basic
+one unless a figure has another trace type, ``staticfinders.bundle_for``), deferred: it is
+fetched while the page is parsed and runs, in order with the page's other deferred scripts,
+once the figures' data blocks are in the document.
 """
+
+from collections.abc import Mapping
+from typing import Any
 
 import msgspec
 from django import template
+from django.templatetags.static import static
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
+
+from deviations import staticfinders
 
 register = template.Library()
 
@@ -21,3 +33,9 @@ def figure_script(value: object, element_id: str) -> SafeString:
     return format_html(
         '<script id="{}" type="application/json">{}</script>', element_id, mark_safe(data)  # noqa: S308
     )
+
+
+@register.simple_tag
+def plotly_script(*figures: Mapping[str, Any] | None) -> SafeString:
+    return format_html('<script defer src="{}"></script>',
+                       static(staticfinders.bundle_for(figures)))
