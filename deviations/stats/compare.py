@@ -274,17 +274,19 @@ def benjamini_hochberg(p: npt.ArrayLike) -> FloatArray:
     flat = arr.ravel()
     ok = ~np.isnan(flat)
     vals = flat[ok]
-    if np.any((vals < 0) | (vals > 1)):
+    m = vals.size
+    if m and (vals.min() < 0 or vals.max() > 1):
         raise ValueError("p-values must lie in [0, 1]")
     out = np.full(flat.shape, np.nan)
-    m = vals.size
     if m:
         # Tied p-values get equal q-values whatever their order, so any sort will do.
         order = np.argsort(vals)
-        scaled = vals[order] * m / np.arange(1, m + 1)
+        scaled = vals[order]
+        scaled *= m / np.arange(1.0, m + 1.0)
         adjusted = np.minimum.accumulate(scaled[::-1])[::-1]
+        np.minimum(adjusted, 1.0, out=adjusted)
         q = np.empty(m)
-        q[order] = np.minimum(adjusted, 1.0)
+        q[order] = adjusted
         out[ok] = q
     result: FloatArray = out.reshape(arr.shape)
     return result
