@@ -6,7 +6,7 @@ from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from deviations import analysis
-from deviations.models import Run
+from deviations.models import Run, Series
 from ingest import runs
 
 
@@ -55,6 +55,20 @@ def analyse_series(series_id: int) -> str:
     analysis up to date.
     """
     return analysis.analyse_series(series_id)
+
+
+@shared_task(name="deviations.analyse_stale_series")
+def analyse_stale_series() -> list[int]:
+    """Queue the analysis of every series whose stored analysis misses a finished run.
+
+    Each finished run queues its series' analysis; this beat entry catches the ones lost
+    on the way (a broker that restarted without persistence, a worker killed past its
+    retries). Two queries per series when nothing is stale.
+    """
+    stale = [s.pk for s in Series.objects.all() if not analysis.is_up_to_date(s)]
+    for series_id in stale:
+        analyse_series.delay(series_id)
+    return stale
 
 
 # --- Histograms: detection after ingest and on a schedule, alerts -------------------------

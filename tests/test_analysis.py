@@ -501,3 +501,18 @@ def test_an_update_writes_every_cell(monkeypatch: pytest.MonkeyPatch) -> None:
         data.add_runs(number, int(data.rng.integers(2, 5)))
         analysed_incrementally(data.series)
         assert_same_as_full(data.series)
+
+
+def test_stale_series_are_analysed_by_the_beat_task() -> None:
+    from deviations.tasks import analyse_stale_series
+
+    fresh, stale = RandomSeries(17), RandomSeries(18)
+    for data in (fresh, stale):
+        for number in range(3):
+            data.add_runs(number, 2)
+        analysis.analyse_series(data.series.pk)
+    stale.add_runs(3, 2)  # its analysis task was lost
+    assert analyse_stale_series() == [stale.series.pk]  # eager here: analysed at once
+    assert analysis.is_up_to_date(stale.series)
+    assert len(analysis.read_analysis(stale.series, "self", "median", "paper")["release_ids"]) == 4
+    assert analyse_stale_series() == []
