@@ -418,13 +418,17 @@ def read_state(series_id: int) -> Stored | None:
         for metric in METRICS:
             per_estimator = {}
             for estimator in ESTIMATORS:
+                # n and the window tests do not depend on the estimator: read them once.
+                fields = BLOCK_FIELDS if estimator == ESTIMATORS[0] else (
+                    *RELEASE_FIELDS, *PAIR_FIELDS
+                )
                 found = binary_values(
                     AnalysisBlock.objects.filter(
                         series_id=series_id, metric=metric, estimator=estimator
                     ),
-                    ("release_id", "row_start", "rows", *BLOCK_FIELDS),
+                    ("release_id", "row_start", "rows", *fields),
                 )
-                got = _assemble(len(function_ids), release_ids, found, BLOCK_FIELDS)
+                got = _assemble(len(function_ids), release_ids, found, fields)
                 if got is None:
                     return None
                 per_estimator[estimator] = got
