@@ -59,6 +59,7 @@ from deviations.analysis_store import (
 )
 from deviations.models import Run, RunTimes, Series, SeriesAnalysis
 from deviations.stats.compare import (
+    benjamini_hochberg,
     digressions,
     pair_statistics,
     recommended_verdicts,
@@ -473,7 +474,7 @@ def view_arrays(
         out |= {
             "verdict": global_arrays[store.global_key(metric, "verdict")],
             "p_value": np.where(paired, state.window["p"], np.nan),
-            "q_value": global_arrays[store.global_key(metric, "q_value")],
+            "q_value": benjamini_hochberg(np.where(paired, state.window["p"], np.nan)),
             "z": np.where(paired, state.window["z"], np.nan),
             "shift": np.where(paired, state.window["shift"], np.nan),
         }
@@ -525,17 +526,20 @@ def compute(columns: Columns, stored: Stored | None) -> Computed:
 
 
 def _globals(metrics: dict[str, MetricArrays]) -> dict[str, np.ndarray]:
-    """The global steps: the recommended rule's q-values and verdicts, every digression."""
+    """The global steps: the recommended rule's verdicts, every digression.
+
+    The q-values are not stored: readers compute them from the stored p-values
+    (``analysis_store.read_analysis``), the same function of the same numbers.
+    """
     out: dict[str, np.ndarray] = {}
     for metric, state in metrics.items():
         paired = _paired(state.n)
-        q_value, rec_verdict = recommended_verdicts(
+        _, rec_verdict = recommended_verdicts(
             np.where(paired, state.window["p"], np.nan),
             np.where(paired, state.window["z"], np.nan),
             np.where(paired, state.window["shift"], np.nan),
             paired, window=WINDOW, fdr=FDR, min_relative_effect=MIN_RELATIVE_EFFECT,
         )
-        out[store.global_key(metric, "q_value")] = q_value
         out[store.global_key(metric, "verdict")] = rec_verdict
         for estimator, rule in product(ESTIMATORS, RULES):
             rel = state.release[estimator]

@@ -228,15 +228,16 @@ class SeriesAnalysis(models.Model):
     ``release_ids`` (the releases with at least two done runs, in series order). The
     per-release and per-pair numbers live in :class:`AnalysisBlock` rows; this row holds
     what changes everywhere when one release arrives: ``global_arrays``, an ``.npz`` of, per
-    metric, ``<metric>.q_value`` (Benjamini–Hochberg over the whole matrix) and
-    ``<metric>.verdict`` (the recommended rule's verdicts), and per (metric, estimator, rule)
-    ``<metric>.<estimator>.<rule>.digression``, each functions × (releases - 1), column
-    ``r-1`` for the pair ``r-1 → r``. Bookkeeping of incremental updates: ``run_ids`` (the
-    done runs of every column, in load order, split by ``run_counts``) and ``params``
-    (confidence, window, fdr, min_relative_effect). ``generation`` is a random token that
-    changes with every write: an update computed from one generation is stored only onto
-    it, and readers check that it did not change while they read (docs/architecture.md,
-    "Analysis: stored matrices, incremental updates").
+    metric, ``<metric>.verdict`` (the recommended rule's verdicts, which depend on
+    Benjamini–Hochberg over the whole matrix; its q-values are recomputed by readers from
+    the stored p-values), functions × (releases - 1), column ``r-1`` for the pair
+    ``r-1 → r``, and per (metric, estimator, rule) ``<metric>.<estimator>.<rule>.digression``
+    (the flat indices of the pairs that start a digression). Bookkeeping of incremental
+    updates: ``run_ids`` (the done runs of every column, in load order, split by
+    ``run_counts``) and ``params`` (confidence, window, fdr, min_relative_effect).
+    ``generation`` is a random token that changes with every write: an update computed from
+    one generation is stored only onto it, and readers check that it did not change while
+    they read (docs/architecture.md, "Analysis: stored matrices, incremental updates").
     """
 
     series = models.OneToOneField(Series, on_delete=models.CASCADE, related_name="analysis")
