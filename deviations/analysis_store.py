@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import io
+import itertools
 import secrets
 import zipfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 import psycopg
 from django.db import connection, transaction
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 
 from deviations.models import AnalysisBlock, Series, SeriesAnalysis
 from deviations.stats.compare import benjamini_hochberg
@@ -301,11 +302,16 @@ def write(series: Series, snapshot: datetime, w: Write | None, base: int | None)
         F = len(w.function_ids)  # noqa: N806
         if partial:
             assert w.columns is not None
-            rows = _blocks(series.pk, w, w.columns, slice(0, F))
+            whole = set(w.columns)
             if w.tail_from < F:
-                others = sorted(set(range(len(w.release_ids))) - set(w.columns))
-                tail = _blocks(series.pk, w, others, slice(w.tail_from, F))
-                rows = _chain(rows, tail)
+                # New functions: the other columns get a block of their rows, unless they
+                # have too many blocks already; those are rewritten whole (compacted).
+                whole |= _crowded(series, w.release_ids)
+                blocks.filter(release_id__in=[int(w.release_ids[c]) for c in whole]).delete()
+            rows = _blocks(series.pk, w, sorted(whole), slice(0, F))
+            if w.tail_from < F:
+                others = sorted(set(range(len(w.release_ids))) - whole)
+                rows = itertools.chain(rows, _blocks(series.pk, w, others, slice(w.tail_from, F)))
         else:
             rows = _blocks(series.pk, w, range(len(w.release_ids)), slice(0, F))
         _copy(AnalysisBlock, _BLOCK_COLUMNS, rows)
@@ -320,9 +326,20 @@ def write(series: Series, snapshot: datetime, w: Write | None, base: int | None)
     return generation
 
 
-def _chain(*parts: Iterable[list[Any]]) -> Iterator[list[Any]]:
-    for part in parts:
-        yield from part
+#: Blocks a column may have (per metric and estimator) before new functions make it be
+#: rewritten whole: reads stay a few rows per column, and compaction is rare.
+MAX_BLOCKS_PER_COLUMN = 8
+
+
+def _crowded(series: Series, release_ids: np.ndarray) -> set[int]:
+    """Columns whose next block would exceed :data:`MAX_BLOCKS_PER_COLUMN`."""
+    position = {int(rid): c for c, rid in enumerate(release_ids)}
+    counts = (
+        AnalysisBlock.objects.filter(series=series, metric=METRICS[0], estimator=ESTIMATORS[0])
+        .values("release_id").annotate(blocks=Count("id"))
+        .filter(blocks__gte=MAX_BLOCKS_PER_COLUMN).values_list("release_id", flat=True)
+    )
+    return {position[rid] for rid in counts if rid in position}
 
 
 def move_snapshot(series: Series, snapshot: datetime) -> int | None:

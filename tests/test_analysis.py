@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db.models import Count
 from django.utils import timezone
 
 from deviations import analysis, demo
@@ -516,3 +517,32 @@ def test_stale_series_are_analysed_by_the_beat_task() -> None:
     assert analysis.is_up_to_date(stale.series)
     assert len(analysis.read_analysis(stale.series, "self", "median", "paper")["release_ids"]) == 4
     assert analyse_stale_series() == []
+
+
+def test_columns_with_many_blocks_are_compacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(analysis.store, "MAX_BLOCKS_PER_COLUMN", 3)
+    data = RandomSeries(19, functions=5)
+    for number in range(8):
+        data.add_runs(number, 2)
+    analysis.analyse_series(data.series.pk)
+    first = []
+    for k in range(5):  # each new release brings a new function
+        late = Function.objects.create(series=data.series, name=f"late{k}").pk
+        release = data.release(8 + k)
+        for j in range(2):
+            run = Run.objects.create(series=data.series, release=release,
+                                     sha256=f"late{k}-{j:058d}", file_name=f"l{k}{j}.json",
+                                     size_bytes=1, status=Run.DONE, finished=timezone.now())
+            ids = np.array([*data.fids, late])
+            RunTimes.pack(run, ids, np.full(len(ids), 100.0 + j), np.full(len(ids), 150.0),
+                          np.ones(len(ids), dtype=np.int64)).save()
+        analysed_incrementally(data.series)
+        assert_same_as_full(data.series)
+        per_column = AnalysisBlock.objects.filter(metric="self", estimator="median").values(
+            "release_id").annotate(n=Count("id")).values_list("n", flat=True)
+        assert max(per_column) <= 3
+        first.append(AnalysisBlock.objects.filter(
+            release=data.release(0), metric="self", estimator="median"
+        ).count())
+    # Release 0 is never in a recomputed window: a block per new function, then compacted.
+    assert first == [2, 3, 1, 2, 3]
