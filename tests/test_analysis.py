@@ -233,6 +233,19 @@ class RandomSeries:
                           np.ones(len(ids), dtype=np.int64)).save()
 
 
+def add_flat_runs(data: RandomSeries, number: int, runs: int, function_ids: list[int]) -> None:
+    """``runs`` runs of release ``number`` where every function takes 100 + k µs in run k."""
+    release = data.release(number)
+    for k in range(runs):
+        data.made += 1
+        run = Run.objects.create(series=data.series, release=release, sha256=f"{data.made:064d}",
+                                 file_name=f"flat-{data.made}.json", size_bytes=1,
+                                 status=Run.DONE, finished=timezone.now())
+        ids = np.array(function_ids)
+        RunTimes.pack(run, ids, np.full(len(ids), 100.0 + k), np.full(len(ids), 150.0 + k),
+                      np.ones(len(ids), dtype=np.int64)).save()
+
+
 def stored_arrays(series: Series) -> dict[tuple[str, str, str], dict[str, np.ndarray]]:
     """Every (metric, estimator, rule) as pages read it (rows sorted by function id)."""
     return {
@@ -435,13 +448,7 @@ def test_new_functions_add_blocks_of_their_rows_only() -> None:
         data.add_runs(number, 3)
     analysis.analyse_series(data.series.pk)
     blocks = AnalysisBlock.objects.count()
-    release = data.release(6)
-    for k in range(3):  # "late" appears in release 6 only
-        run = Run.objects.create(series=data.series, release=release, sha256=f"late{k:060d}",
-                                 file_name=f"late-{k}.json", size_bytes=1, status=Run.DONE,
-                                 finished=timezone.now())
-        RunTimes.pack(run, np.array(data.fids + [late]), np.full(7, 100.0 + k),
-                      np.full(7, 150.0 + k), np.ones(7, dtype=np.int64)).save()
+    add_flat_runs(data, 6, 3, [*data.fids, late])  # "late" appears in release 6 only
     assert "incremental" in analysis.analyse_series(data.series.pk)
     # Releases 4..6 are rewritten (6 is new; its windows reach back to boundary 3, stored
     # with release 4); releases 0..3 keep their blocks and gain one for the new row.
@@ -528,14 +535,7 @@ def test_columns_with_many_blocks_are_compacted(monkeypatch: pytest.MonkeyPatch)
     first = []
     for k in range(5):  # each new release brings a new function
         late = Function.objects.create(series=data.series, name=f"late{k}").pk
-        release = data.release(8 + k)
-        for j in range(2):
-            run = Run.objects.create(series=data.series, release=release,
-                                     sha256=f"late{k}-{j:058d}", file_name=f"l{k}{j}.json",
-                                     size_bytes=1, status=Run.DONE, finished=timezone.now())
-            ids = np.array([*data.fids, late])
-            RunTimes.pack(run, ids, np.full(len(ids), 100.0 + j), np.full(len(ids), 150.0),
-                          np.ones(len(ids), dtype=np.int64)).save()
+        add_flat_runs(data, 8 + k, 2, [*data.fids, late])
         analysed_incrementally(data.series)
         assert_same_as_full(data.series)
         per_column = AnalysisBlock.objects.filter(metric="self", estimator="median").values(
