@@ -60,9 +60,10 @@ from deviations.analysis_store import (
 from deviations.models import Run, RunTimes, Series, SeriesAnalysis
 from deviations.stats.compare import (
     benjamini_hochberg,
+    benjamini_hochberg_rejections,
     digressions,
     pair_statistics,
-    recommended_verdicts,
+    recommended_verdict_codes,
     window_tests,
 )
 from deviations.stats.intervals import (
@@ -534,11 +535,12 @@ def _globals(metrics: dict[str, MetricArrays]) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     for metric, state in metrics.items():
         paired = _paired(state.n)
-        _, rec_verdict = recommended_verdicts(
-            np.where(paired, state.window["p"], np.nan),
+        # Only which q-values are <= FDR matters here (readers compute q-values).
+        rec_verdict = recommended_verdict_codes(
+            benjamini_hochberg_rejections(np.where(paired, state.window["p"], np.nan), FDR),
             np.where(paired, state.window["z"], np.nan),
             np.where(paired, state.window["shift"], np.nan),
-            paired, window=WINDOW, fdr=FDR, min_relative_effect=MIN_RELATIVE_EFFECT,
+            paired, window=WINDOW, min_relative_effect=MIN_RELATIVE_EFFECT,
         )
         out[store.global_key(metric, "verdict")] = rec_verdict
         for estimator, rule in product(ESTIMATORS, RULES):

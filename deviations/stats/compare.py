@@ -69,10 +69,12 @@ __all__ = [
     "PairStatistics",
     "WindowTests",
     "benjamini_hochberg",
+    "benjamini_hochberg_rejections",
     "compare",
     "compare_matrix",
     "digressions",
     "pair_statistics",
+    "recommended_verdict_codes",
     "recommended_verdicts",
     "verdict_name",
     "window_tests",
@@ -290,6 +292,53 @@ def benjamini_hochberg(p: npt.ArrayLike) -> FloatArray:
         out[ok] = q
     result: FloatArray = out.reshape(arr.shape)
     return result
+
+
+def benjamini_hochberg_rejections(p: npt.ArrayLike, fdr: float) -> BoolArray:
+    r"""Where :func:`benjamini_hochberg` is ``<= fdr``, without computing every q-value.
+
+    Parameters
+    ----------
+    p : array_like
+        Raw p-values of any shape; NaN marks a missing test (never rejected).
+    fdr : float
+        The false-discovery rate, in (0, 1).
+
+    Returns
+    -------
+    ndarray of bool
+        Same shape: the rejected hypotheses.
+
+    Raises
+    ------
+    ValueError
+        A p-value outside ``[0, 1]``.
+
+    Notes
+    -----
+    The step-up rule: with the ``m`` finite p-values sorted, let ``k`` be the largest
+    rank with :math:`p_{(k)}\, m / k \le q`; reject every p-value :math:`\le p_{(k)}`.
+    Since :math:`q_{(i)} \ge p_{(i)}`, only p-values ``<= fdr`` can qualify, so only
+    those are sorted (a few percent of a dashboard's matrix, where
+    :func:`benjamini_hochberg` sorts them all). Each candidate's :math:`p\, (m / k)` is
+    computed with the same floating-point operations as there, and tied p-values share
+    their q-value, so the result equals ``benjamini_hochberg(p) <= fdr`` exactly.
+    """
+    arr = np.asarray(p, dtype=np.float64)
+    ok = ~np.isnan(arr)
+    m = int(np.count_nonzero(ok))
+    out = np.zeros(arr.shape, dtype=np.bool_)
+    if not m:
+        return out
+    finite = arr[ok]
+    if finite.min() < 0 or finite.max() > 1:
+        raise ValueError("p-values must lie in [0, 1]")
+    candidates = np.sort(finite[finite <= fdr])
+    scaled = candidates * (m / np.arange(1.0, len(candidates) + 1.0))
+    hits = np.flatnonzero(scaled <= fdr)
+    if len(hits):
+        out = ok & (arr <= candidates[hits[-1]])
+    return out
 
 
 def digressions(verdict: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike) -> BoolArray:
@@ -734,24 +783,42 @@ def recommended_verdicts(
     but cheap: one sort and ``window - 1`` comparisons. A stored matrix re-runs
     them over its stored arrays after recomputing the boundaries a change touched.
     """
-    p = np.asarray(p_value, dtype=np.float64)
+    q_value = benjamini_hochberg(p_value)
+    verdict = recommended_verdict_codes(
+        q_value <= fdr, z, shift, paired, window=window, min_relative_effect=min_relative_effect
+    )
+    return q_value, verdict
+
+
+def recommended_verdict_codes(
+    significant: npt.ArrayLike,
+    z: npt.ArrayLike,
+    shift: npt.ArrayLike,
+    paired: npt.ArrayLike,
+    *,
+    window: int = 3,
+    min_relative_effect: float = 0.1,
+) -> Int8Array:
+    """Step 4 of the recommended rule: verdict codes from the Benjamini–Hochberg
+    rejections (``significant``: :func:`benjamini_hochberg_rejections`, or q-values
+    ``<= fdr``) and the window statistics; other arguments as in
+    :func:`recommended_verdicts`."""
+    sig = np.asarray(significant, dtype=np.bool_)
     zz = np.asarray(z, dtype=np.float64)
     sh = np.asarray(shift, dtype=np.float64)
     ok = np.asarray(paired, dtype=np.bool_)
-    q_value = benjamini_hochberg(p)
-    significant = q_value <= fdr
     kept = (
-        significant
+        sig
         & (np.abs(sh) >= min_relative_effect)
         & _local_maximum(np.where(ok, np.abs(zz), np.nan), window)
     )
     code = np.where(
         kept,
         np.where(sh > 0, REGRESSION, IMPROVEMENT),
-        np.where(significant, SIGNIFICANT_OVERLAP, NONSIGNIFICANT_OVERLAP),
+        np.where(sig, SIGNIFICANT_OVERLAP, NONSIGNIFICANT_OVERLAP),
     )
     verdict: Int8Array = np.where(ok, code, NO_VERDICT).astype(np.int8)
-    return q_value, verdict
+    return verdict
 
 
 def compare_matrix(

@@ -21,6 +21,7 @@ from deviations.stats.compare import (
     VERDICTS,
     Comparison,
     benjamini_hochberg,
+    benjamini_hochberg_rejections,
     compare,
     compare_matrix,
     digressions,
@@ -320,6 +321,29 @@ def test_no_digression_when_the_level_does_not_come_back():
     assert not got.any()
     with pytest.raises(ValueError, match="one more release"):
         digressions(np.array([REGRESSION]), lo, hi)
+
+
+@settings(max_examples=200)
+@given(seed=st.integers(0, 2**32 - 1), size=st.integers(0, 300),
+       fdr=st.sampled_from([0.01, 0.05, 0.1, 0.5]), coarse=st.booleans())
+def test_rejections_equal_q_values_at_most_fdr(seed, size, fdr, coarse):
+    rng = np.random.default_rng(seed)
+    p = rng.random(size) ** rng.uniform(1, 8)  # many small p-values
+    if coarse:
+        p = np.round(p, 2)  # ties, and p-values right at k * fdr / m
+    p[rng.random(size) < 0.1] = np.nan
+    p = p.reshape(-1, 3) if size % 3 == 0 else p
+    np.testing.assert_array_equal(benjamini_hochberg_rejections(p, fdr),
+                                  benjamini_hochberg(p) <= fdr)
+
+
+def test_rejections_at_the_boundary_and_bad_input():
+    # m = 4, fdr = 0.05: p_(2) = 2 * 0.05 / 4 exactly is rejected, with p_(1).
+    p = np.array([0.025, 0.01, 0.9, np.nan, 0.6])
+    assert benjamini_hochberg_rejections(p, 0.05).tolist() == [True, True, False, False, False]
+    assert not benjamini_hochberg_rejections(np.full(3, np.nan), 0.05).any()
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        benjamini_hochberg_rejections([0.1, 1.5], 0.05)
 
 
 def _digressions_by_definition(v, lo, hi):
