@@ -35,6 +35,20 @@ def figure_script(value: object, element_id: str) -> SafeString:
     )
 
 
+VERDICT_LABELS = {
+    "regression": "regression (slower)",
+    "improvement": "improvement (faster)",
+    "significant_overlap": "significant, not a deviation",
+    "nonsignificant_overlap": "no significant difference",
+}
+
+
+@register.filter
+def verdict_label(verdict: str | None) -> str:
+    """A verdict as the matrix's legend words it (exports keep the codes' names)."""
+    return VERDICT_LABELS.get(verdict or "", "—")
+
+
 @register.simple_tag
 def plotly_script(*figures: Mapping[str, Any] | None) -> SafeString:
     return format_html('<script defer src="{}"></script>',
