@@ -236,8 +236,12 @@ def function_detail(
     series: Series, function: Function, metric: str, estimator: str, rule: str,
     *, with_samples: bool = False,
 ) -> FunctionDetail | None:
-    med = stored_analysis(series, metric, "median", rule)
-    mean = stored_analysis(series, metric, "mean", rule)
+    per_release = ("estimate", "lo", "hi", "n")
+    per_pair = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "digression")
+    med = stored_analysis(series, metric, "median", rule,
+                          per_release + per_pair * (estimator == "median"))
+    mean = stored_analysis(series, metric, "mean", rule,
+                           per_release + per_pair * (estimator == "mean"))
     if med is None or mean is None:
         return None
     where = np.flatnonzero(med["function_ids"] == function.pk)
