@@ -144,3 +144,15 @@ def test_series_list_shows_the_latest_pair(client: Client, series: str) -> None:
         "series": "s", "releases": 4, "runs": 12, "latest_from": "1.2", "latest_to": "1.3",
         "regressions": 0, "improvements": 0,
     }]
+
+
+def test_function_page_with_the_mean_estimator(client: Client, series: str) -> None:
+    paint = Function.objects.get(name="Paint")
+    rows = client.get(f"/series/s/functions/{paint.pk}/?estimator=mean&rule=recommended"
+                      "&format=json").json()
+    means = [sum(v) / len(v) for v in PAINT.values()]
+    assert [r["mean"] for r in rows] == pytest.approx(means)
+    assert rows[2]["diff"] == pytest.approx(means[2] - means[1])  # the mean's difference
+    assert rows[2]["median"] == pytest.approx(300)  # both intervals are shown
+    assert client.get(f"/series/s/functions/{paint.pk}/?estimator=mean&runs=1").status_code \
+        == 200
