@@ -59,7 +59,6 @@ from deviations.analysis_store import (
 )
 from deviations.models import Run, RunTimes, Series, SeriesAnalysis
 from deviations.stats.compare import (
-    benjamini_hochberg,
     benjamini_hochberg_rejections,
     digressions,
     pair_statistics,
@@ -81,9 +80,6 @@ WINDOW = 3
 FDR = 0.05
 MIN_RELATIVE_EFFECT = 0.1
 PARAMS = np.array([CONFIDENCE, WINDOW, FDR, MIN_RELATIVE_EFFECT], dtype=np.float64)
-
-_PAIR_FIELDS = store.PAIR_FIELDS
-_WINDOW_FIELDS = store.WINDOW_FIELDS
 
 @dataclass(frozen=True)
 class Columns:
@@ -325,7 +321,7 @@ def _segments(cols: list[int]) -> list[list[int]]:
 
 def _recompute(
     state: MetricArrays,
-    rows: np.ndarray | slice,
+    rows: slice,
     block: Callable[[int], np.ndarray],
     cols: list[int],
     stat_cols: np.ndarray,
@@ -375,12 +371,8 @@ def _recompute(
         _put(state.window["shift"], rows, ks, got_w.shift[:, pick])
 
 
-def _put(target: np.ndarray, rows: np.ndarray | slice, cols: np.ndarray, values: np.ndarray
-         ) -> None:
-    if isinstance(rows, slice):
-        target[rows, cols] = values
-    else:
-        target[np.ix_(rows, cols)] = values
+def _put(target: np.ndarray, rows: slice, cols: np.ndarray, values: np.ndarray) -> None:
+    target[rows, cols] = values
 
 
 def _copy_base(new: MetricArrays, old: MetricArrays, rows: slice, p: Plan) -> None:
@@ -395,10 +387,10 @@ def _copy_base(new: MetricArrays, old: MetricArrays, rows: slice, p: Plan) -> No
     for estimator in ESTIMATORS:
         for k in ("estimate", "lo", "hi"):
             _copy(new.release[estimator][k], old.release[estimator][k], rows, cols)
-        for k in _PAIR_FIELDS:
+        for k in store.PAIR_FIELDS:
             _copy(new.pair[estimator][k], old.pair[estimator][k], rows, pairs)
     _copy(new.n, old.n, rows, cols)
-    for k in _WINDOW_FIELDS:
+    for k in store.WINDOW_FIELDS:
         _copy(new.window[k], old.window[k], rows, bounds)
 
 
@@ -464,23 +456,8 @@ def view_arrays(
     rule: str,
 ) -> dict[str, np.ndarray]:
     """One (metric, estimator, rule) as ``analysis_store.read_analysis`` assembles it."""
-    rel, pair = state.release[estimator], state.pair[estimator]
-    out = {k: rel[k] for k in ("estimate", "lo", "hi")} | {"n": state.n}
-    out |= {k: pair[k] for k in ("gap", "diff", "diff_lo", "diff_hi")}
-    if rule == "paper":
-        out |= {"verdict": pair["paper_verdict"], "p_value": pair["paper_p"],
-                "q_value": np.full(pair["paper_p"].shape, np.nan)}
-    else:
-        paired = _paired(state.n)
-        out |= {
-            "verdict": global_arrays[store.global_key(metric, "verdict")],
-            "p_value": np.where(paired, state.window["p"], np.nan),
-            "q_value": benjamini_hochberg(np.where(paired, state.window["p"], np.nan)),
-            "z": np.where(paired, state.window["z"], np.nan),
-            "shift": np.where(paired, state.window["shift"], np.nan),
-        }
-    out["digression"] = global_arrays[store.global_key(metric, f"{estimator}.{rule}.digression")]
-    return out
+    fields = {k: state.column(estimator, k)[0] for k in store.BLOCK_FIELDS}
+    return store.view(fields, global_arrays, metric, estimator, rule, store.view_keys(rule))
 
 
 def _paired(n: np.ndarray) -> np.ndarray:

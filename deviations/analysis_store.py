@@ -21,7 +21,7 @@ import io
 import itertools
 import secrets
 import zipfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -487,6 +487,66 @@ def view_keys(rule: str) -> tuple[str, ...]:
     return PER_RELEASE_KEYS + PER_PAIR_KEYS + (RECOMMENDED_KEYS if rule == "recommended" else ())
 
 
+def _sources(metric: str, estimator: str, rule: str, wanted: Sequence[str]
+             ) -> tuple[list[str], list[str]]:
+    """The block fields and the global members that the keys ``wanted`` are made of."""
+    recommended = rule == "recommended"
+    fields: list[str] = []
+    for key in wanted:
+        if key in PER_RELEASE_KEYS or key in ("gap", "diff", "diff_lo", "diff_hi"):
+            fields.append(key)
+        elif key == "verdict" and not recommended:
+            fields.append("paper_verdict")
+        elif key in ("p_value", "q_value") and not recommended:
+            fields.append("paper_p")
+        elif key in ("p_value", "q_value"):
+            fields += ["p", "n"]
+        elif key in RECOMMENDED_KEYS:
+            fields += [key, "n"]
+    members = []
+    if recommended and "verdict" in wanted:
+        members.append(global_key(metric, "verdict"))
+    if "digression" in wanted:
+        members.append(global_key(metric, f"{estimator}.{rule}.digression"))
+    return list(dict.fromkeys(fields)), members
+
+
+def view(
+    fields: Mapping[str, np.ndarray], global_arrays: Mapping[str, np.ndarray], metric: str,
+    estimator: str, rule: str, wanted: Sequence[str],
+) -> dict[str, np.ndarray]:
+    """The keys ``wanted`` of one (metric, estimator, rule) from block fields (whole
+    functions × columns arrays) and global arrays: what pages read, and what the analysis
+    computed (``analysis.Computed.arrays``), by one mapping.
+
+    The recommended rule's window statistics are masked where a pair has fewer than
+    ``MIN_RUNS`` runs on a side; its q-values are Benjamini–Hochberg over the stored
+    p-values, as the analysis did (not stored: one sort here saves rewriting 1.6 MB per
+    metric with every new release); the paper rule has none (NaN).
+    """
+    recommended = rule == "recommended"
+    if recommended and "n" in fields:
+        n = fields["n"]
+        paired = (n[:, :-1] >= MIN_RUNS) & (n[:, 1:] >= MIN_RUNS)
+    out: dict[str, np.ndarray] = {}
+    for key in wanted:
+        if key in PER_RELEASE_KEYS or key in ("gap", "diff", "diff_lo", "diff_hi"):
+            out[key] = fields[key]
+        elif key == "verdict":
+            out[key] = (global_arrays[global_key(metric, "verdict")] if recommended
+                        else fields["paper_verdict"])
+        elif key == "p_value":
+            out[key] = np.where(paired, fields["p"], np.nan) if recommended else fields["paper_p"]
+        elif key == "q_value":
+            out[key] = (benjamini_hochberg(np.where(paired, fields["p"], np.nan)) if recommended
+                        else np.full(fields["paper_p"].shape, np.nan))
+        elif key == "digression":
+            out[key] = global_arrays[global_key(metric, f"{estimator}.{rule}.digression")]
+        elif key in RECOMMENDED_KEYS and recommended:
+            out[key] = np.where(paired, fields[key], np.nan)
+    return out
+
+
 def read_analysis(
     series: Series, metric: str, estimator: str, rule: str, keys: Iterable[str] | None = None
 ) -> dict[str, np.ndarray] | None:
@@ -497,27 +557,12 @@ def read_analysis(
     keys need are read.
     """
     wanted = [k for k in (view_keys(rule) if keys is None else keys) if k in view_keys(rule)]
-    recommended = rule == "recommended"
-    fields: list[str] = []
-    for key in wanted:
-        if key in PER_RELEASE_KEYS or key in ("gap", "diff", "diff_lo", "diff_hi"):
-            fields.append(key)
-        elif key == "verdict" and not recommended:
-            fields.append("paper_verdict")
-        elif key == "p_value" or (key == "q_value" and recommended):
-            fields += ["p", "n"] if recommended else ["paper_p"]
-        elif key in RECOMMENDED_KEYS:
-            fields += [key, "n"]
-    fields = list(dict.fromkeys(fields))
-    members = []
-    if recommended and "verdict" in wanted:
-        members.append(global_key(metric, "verdict"))
-    if "digression" in wanted:
-        members.append(global_key(metric, f"{estimator}.{rule}.digression"))
+    fields, members = _sources(metric, estimator, rule, wanted)
 
-    def read() -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None:
+    def read() -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray],
+                        dict[str, np.ndarray]] | None:
         head = binary_values(SeriesAnalysis.objects.filter(series_id=series.pk),
-                       ("release_ids", "function_ids", "global_arrays"))
+                             ("release_ids", "function_ids", "global_arrays"))
         if not head:
             return None
         release_ids, function_ids = _ints(head[0][0]), _ints(head[0][1])
@@ -530,34 +575,14 @@ def read_analysis(
         if got is None:
             return None
         shape = (len(function_ids), max(len(release_ids) - 1, 0))
-        return release_ids, function_ids, got | _dense(_unnpz(bytes(head[0][2]), members), shape)
+        return (release_ids, function_ids, got,
+                _dense(_unnpz(bytes(head[0][2]), members), shape))
 
     read_back = _read_consistent(series.pk, read)
     if read_back is None:
         return None
-    release_ids, function_ids, got = read_back
-    out: dict[str, np.ndarray] = {}
-    if "n" in got:
-        paired = (got["n"][:, :-1] >= MIN_RUNS) & (got["n"][:, 1:] >= MIN_RUNS)
-    for key in wanted:
-        if key in got:
-            out[key] = got[key]
-        elif key == "verdict":
-            out[key] = got[global_key(metric, "verdict")] if recommended else got["paper_verdict"]
-        elif key == "p_value":
-            out[key] = np.where(paired, got["p"], np.nan) if recommended else got["paper_p"]
-        elif key == "q_value":
-            # Benjamini–Hochberg over the stored p-values, as the analysis did (not stored:
-            # one sort here saves rewriting 1.6 MB per metric with every new release).
-            out[key] = (benjamini_hochberg(np.where(paired, got["p"], np.nan)) if recommended
-                        else np.full((len(function_ids), max(len(release_ids) - 1, 0)), np.nan))
-        elif key == "digression":
-            out[key] = got[global_key(metric, f"{estimator}.{rule}.digression")]
-    for key in RECOMMENDED_KEYS:
-        if key in wanted and recommended:
-            out[key] = np.where(paired, got[key], np.nan)
-    if "n" not in wanted:
-        out.pop("n", None)
+    release_ids, function_ids, got, global_arrays = read_back
+    out = view(got, global_arrays, metric, estimator, rule, wanted)
     if len(function_ids) > 1 and np.any(np.diff(function_ids) < 0):
         order = np.argsort(function_ids, kind="stable")
         function_ids = function_ids[order]
