@@ -173,16 +173,19 @@ def global_key(metric: str, what: str) -> str:
     return f"{metric}.{what}"
 
 
+_SPARSE = ".digression"
+
+
 def _sparse(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Boolean arrays (digressions: rare) stored as the flat indices of their True cells."""
-    return {k: np.flatnonzero(v).astype("<i8") if v.dtype == np.bool_ else v
+    return {k: np.flatnonzero(v).astype("<i8") if k.endswith(_SPARSE) else v
             for k, v in arrays.items()}
 
 
 def _dense(arrays: dict[str, np.ndarray], shape: tuple[int, int]) -> dict[str, np.ndarray]:
     out = {}
     for key, value in arrays.items():
-        if key.endswith(".digression"):
+        if key.endswith(_SPARSE):
             flags = np.zeros(shape[0] * shape[1], dtype=np.bool_)
             flags[value] = True
             value = flags.reshape(shape)
@@ -290,30 +293,26 @@ def write(series: Series, snapshot: datetime, w: Write | None, base: int | None)
         if partial and (head is None or head[0] != base):
             raise BaseChangedError
         blocks = AnalysisBlock.objects.filter(series=series)
-        if w is None or not partial:
-            blocks.delete()
-        else:
-            assert w.columns is not None
-            rewritten = [int(w.release_ids[c]) for c in w.columns]
-            blocks.filter(release_id__in=rewritten).delete()
         SeriesAnalysis.objects.filter(series=series).delete()
         if w is None:
+            blocks.delete()
             return 0
         F = len(w.function_ids)  # noqa: N806
-        if partial:
-            assert w.columns is not None
+        every = range(len(w.release_ids))
+        if w.columns is None:
+            blocks.delete()
+            rows = _blocks(series.pk, w, every, slice(0, F))
+        else:
             whole = set(w.columns)
             if w.tail_from < F:
                 # New functions: the other columns get a block of their rows, unless they
                 # have too many blocks already; those are rewritten whole (compacted).
                 whole |= _crowded(series, w.release_ids)
-                blocks.filter(release_id__in=[int(w.release_ids[c]) for c in whole]).delete()
+            blocks.filter(release_id__in=[int(w.release_ids[c]) for c in whole]).delete()
             rows = _blocks(series.pk, w, sorted(whole), slice(0, F))
             if w.tail_from < F:
-                others = sorted(set(range(len(w.release_ids))) - whole)
+                others = sorted(set(every) - whole)
                 rows = itertools.chain(rows, _blocks(series.pk, w, others, slice(w.tail_from, F)))
-        else:
-            rows = _blocks(series.pk, w, range(len(w.release_ids)), slice(0, F))
         _copy(AnalysisBlock, _BLOCK_COLUMNS, rows)
         generation = secrets.randbits(62)
         _copy(SeriesAnalysis, _SUMMARY_COLUMNS, [[
@@ -467,8 +466,6 @@ def read_state(series_id: int) -> Stored | None:
             metrics=metrics,
         )
 
-    if generation(series_id) is None:
-        return None
     try:
         return _read_consistent(series_id, read)  # type: ignore[no-any-return]
     except RuntimeError:

@@ -272,26 +272,38 @@ def benjamini_hochberg(p: npt.ArrayLike) -> FloatArray:
        practical and powerful approach to multiple testing", J. R. Statist. Soc. B
        57(1), 289-300, 1995.
     """
-    arr = np.asarray(p, dtype=np.float64)
-    flat = arr.ravel()
-    ok = ~np.isnan(flat)
-    vals = flat[ok]
+    arr, ok, vals = _finite_p_values(p)
     m = vals.size
-    if m and (vals.min() < 0 or vals.max() > 1):
-        raise ValueError("p-values must lie in [0, 1]")
-    out = np.full(flat.shape, np.nan)
+    out = np.full(arr.size, np.nan)
     if m:
         # Tied p-values get equal q-values whatever their order, so any sort will do.
         order = np.argsort(vals)
-        scaled = vals[order]
-        scaled *= m / np.arange(1.0, m + 1.0)
+        scaled = _step_up(vals[order], m)
         adjusted = np.minimum.accumulate(scaled[::-1])[::-1]
         np.minimum(adjusted, 1.0, out=adjusted)
         q = np.empty(m)
         q[order] = adjusted
-        out[ok] = q
+        out[ok.ravel()] = q
     result: FloatArray = out.reshape(arr.shape)
     return result
+
+
+def _finite_p_values(p: npt.ArrayLike) -> tuple[FloatArray, BoolArray, FloatArray]:
+    """``p`` as float64, where it is not NaN, and those values; raises outside [0, 1]."""
+    arr = np.asarray(p, dtype=np.float64)
+    ok = ~np.isnan(arr)
+    vals = arr[ok]
+    if vals.size and (vals.min() < 0 or vals.max() > 1):
+        raise ValueError("p-values must lie in [0, 1]")
+    return arr, ok, vals
+
+
+def _step_up(ranked: FloatArray, m: int) -> FloatArray:
+    """``p_(k) m / k`` for the ``k`` smallest of ``m`` p-values, sorted: the one
+    expression both :func:`benjamini_hochberg` and :func:`benjamini_hochberg_rejections`
+    compare, so that they agree to the last bit."""
+    scaled: FloatArray = ranked * (m / np.arange(1.0, len(ranked) + 1.0))
+    return scaled
 
 
 def benjamini_hochberg_rejections(p: npt.ArrayLike, fdr: float) -> BoolArray:
@@ -321,21 +333,16 @@ def benjamini_hochberg_rejections(p: npt.ArrayLike, fdr: float) -> BoolArray:
     Since :math:`q_{(i)} \ge p_{(i)}`, only p-values ``<= fdr`` can qualify, so only
     those are sorted (a few percent of a dashboard's matrix, where
     :func:`benjamini_hochberg` sorts them all). Each candidate's :math:`p\, (m / k)` is
-    computed with the same floating-point operations as there, and tied p-values share
+    computed by the same expression as there (``_step_up``), and tied p-values share
     their q-value, so the result equals ``benjamini_hochberg(p) <= fdr`` exactly.
     """
-    arr = np.asarray(p, dtype=np.float64)
-    ok = ~np.isnan(arr)
-    m = int(np.count_nonzero(ok))
+    arr, ok, finite = _finite_p_values(p)
+    m = finite.size
     out = np.zeros(arr.shape, dtype=np.bool_)
     if not m:
         return out
-    finite = arr[ok]
-    if finite.min() < 0 or finite.max() > 1:
-        raise ValueError("p-values must lie in [0, 1]")
     candidates = np.sort(finite[finite <= fdr])
-    scaled = candidates * (m / np.arange(1.0, len(candidates) + 1.0))
-    hits = np.flatnonzero(scaled <= fdr)
+    hits = np.flatnonzero(_step_up(candidates, m) <= fdr)
     if len(hits):
         out = ok & (arr <= candidates[hits[-1]])
     return out
