@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
-# The basic plotly.js bundle the pages load (package.json, deviations/staticfinders.py). Without
+# The basic plotly.js bundle the pages load (package.json, deviations/core/staticfinders.py). Without
 # npm the pages load the full bundle of the plotly package instead; a system check says so.
 node_modules/.installed: package.json package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \
@@ -43,4 +43,4 @@ lint: install
 test: lint
 	$(PY) -m pytest
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) \
-		$(PY) -m pytest -m "not browser" --ignore=tests/stats --ignore=tests/test_traces.py
+		$(PY) -m pytest -m "not browser" --ignore=tests/stats --ignore=tests/ingest/test_traces.py

@@ -1,42 +1,8 @@
-from django.contrib import admin
+"""Registers each feature's admin pages (Django's admin autodiscovery imports this module)."""
 
-from deviations import histogram_admin  # noqa: F401  (registers the histogram models)
-from deviations.models import ApiToken, Function, Release, Run, Series
+from deviations.alerts import admin as alerts_admin
+from deviations.core import admin as core_admin
+from deviations.histograms import admin as histograms_admin
+from deviations.traces import admin as traces_admin
 
-
-@admin.register(Series)
-class SeriesAdmin(admin.ModelAdmin):
-    list_display = ["name", "created"]
-    search_fields = ["name"]
-
-
-@admin.register(Release)
-class ReleaseAdmin(admin.ModelAdmin):
-    list_display = ["version", "series", "order", "created"]
-    list_filter = ["series"]
-    search_fields = ["version"]
-    ordering = ["series", "sort_key"]
-
-
-@admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
-    list_display = ["file_name", "release", "status", "size_bytes", "created", "finished"]
-    list_filter = ["status", "series"]
-    search_fields = ["file_name", "sha256"]
-    readonly_fields = ["sha256", "size_bytes", "summary", "started", "finished"]
-
-
-@admin.register(Function)
-class FunctionAdmin(admin.ModelAdmin):
-    list_display = ["name", "series"]
-    list_filter = ["series"]
-    search_fields = ["name"]
-
-
-@admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ["name", "user", "created", "last_used"]
-    readonly_fields = ["key_sha256", "created", "last_used"]
-
-    def has_add_permission(self, request: object) -> bool:
-        return False  # the clear key must be shown once: `manage.py create_api_token`
+__all__ = ["alerts_admin", "core_admin", "histograms_admin", "traces_admin"]

@@ -1,175 +1,35 @@
-"""REST API (django-ninja): reads are open, writes need an API token.
+"""The REST API (django-ninja): one ``NinjaAPI`` mounting each feature's router.
 
-OpenAPI document and interactive docs at /api/docs. Send the token as
-``Authorization: Bearer <token>`` (create one with ``python manage.py create_api_token``).
+Reads are open, writes need an API token: ``Authorization: Bearer <token>`` (create one
+with ``python manage.py create_api_token``; ``deviations.core.api.TokenAuth``). OpenAPI
+document and interactive docs at /api/docs. Every ``UserError`` a service or parser
+raises becomes ``{"detail": "<message>"}`` with its status (400, 413) here, in one place.
 """
 
-import uuid
-from typing import Any
+from django.http import HttpRequest, HttpResponse
+from ninja import NinjaAPI
 
-from django.db.models import Count
-from django.http import HttpRequest
-from django.shortcuts import get_object_or_404
-from django.utils import timezone
-from ninja import File, Form, NinjaAPI, Schema, Status
-from ninja.files import UploadedFile
-from ninja.security import HttpBearer
-
-from deviations import selectors
-from deviations.models import ApiToken, Run, Series
-from ingest.runs import IngestError, ThreadOptions
-from ingest.submit import submit_uploads
-from ingest.upload_handlers import over_limit
-
-
-class TokenAuth(HttpBearer):
-    def authenticate(self, request: HttpRequest, token: str) -> Any:
-        found = (
-            ApiToken.objects.select_related("user")
-            .filter(key_sha256=ApiToken.hash_key(token), user__is_active=True)
-            .first()
-        )
-        if found is None:
-            return None
-        ApiToken.objects.filter(pk=found.pk).update(last_used=timezone.now())
-        return found.user
-
+from deviations.alerts.api import router as alerts_router
+from deviations.core.errors import UserError
+from deviations.histograms.api import router as histograms_router
+from deviations.traces.api import router as traces_router
 
 api = NinjaAPI(
     title="deviations API",
     version="1",
     description=(
-        "Upload Chromium traces from CI and read run status. Writes need "
-        "`Authorization: Bearer <token>`."
+        "Upload Chromium traces and Telemetry histograms from CI, read runs, series, "
+        "changes; triage and subscribe. Writes need `Authorization: Bearer <token>`."
     ),
     urls_namespace="api",
 )
 
 
-class ErrorOut(Schema):
-    detail: str
+@api.exception_handler(UserError)
+def user_error(request: HttpRequest, exc: UserError) -> HttpResponse:
+    return api.create_response(request, {"detail": exc.message}, status=exc.status)
 
 
-class RunOut(Schema):
-    run: int
-    series: str
-    release: str
-    file_name: str
-    sha256: str
-    size_bytes: int
-    status: str
-    error: str
-    summary: dict[str, Any] | None
-    status_url: str
-    page_url: str
-    duplicate: bool = False
-
-
-class ReleaseOut(Schema):
-    version: str
-    order: int | None
-    runs_done: int
-    runs_failed: int
-    runs_pending: int
-
-
-class SeriesOut(Schema):
-    name: str
-    description: str
-    releases: int
-
-
-def run_out(run: Run, duplicate: bool = False) -> dict[str, Any]:
-    return {
-        "run": run.pk,
-        "series": run.series.name,
-        "release": run.release.version,
-        "file_name": run.file_name,
-        "sha256": run.sha256,
-        "size_bytes": run.size_bytes,
-        "status": run.status,
-        "error": run.error,
-        "summary": run.summary,
-        "status_url": f"/api/runs/{run.pk}",
-        "page_url": run.get_absolute_url(),
-        "duplicate": duplicate,
-    }
-
-
-@api.post(
-    "/series/{name}/releases/{version}/runs",
-    auth=TokenAuth(),
-    response={201: RunOut, 200: RunOut, 400: ErrorOut, 413: ErrorOut},
-    summary="Upload one trace file as a run of a release",
-)
-def upload_run(
-    request: HttpRequest,
-    name: str,
-    version: str,
-    file: File[UploadedFile | None] = None,
-    thread_name: Form[str] = "CrRendererMain",
-    process_name: Form[str] = "Renderer",
-    all_threads: Form[bool] = False,
-    order: Form[int | None] = None,
-) -> Status[dict[str, Any]]:
-    """The series and release are created if new. 201: a new run (its status may already be
-    `done` or `failed` when tasks run in-process); 200: the same bytes were already a run of
-    this series (`duplicate: true`, nothing stored twice); poll `status_url` until the status
-    is `done` or `failed`."""
-    if reason := over_limit(request):
-        return Status(413, {"detail": reason})
-    if file is None:
-        return Status(400, {"detail": "no file: send the trace as the multipart field 'file'"})
-    try:
-        _, registered = submit_uploads(
-            name,
-            version,
-            [(file.name or "upload", file)],
-            ThreadOptions(thread_name, process_name, all_threads),
-            order=order,
-            user=request.auth,
-        )
-    except IngestError as exc:
-        return Status(400, {"detail": str(exc)})
-    entry = registered[0]
-    entry.run.refresh_from_db()
-    return Status(200 if entry.duplicate else 201, run_out(entry.run, entry.duplicate))
-
-
-@api.get("/runs/{run_id}", response=RunOut, summary="A run's status and parse summary")
-def get_run(request: HttpRequest, run_id: int) -> dict[str, Any]:
-    run = get_object_or_404(Run.objects.select_related("series", "release"), pk=run_id)
-    return run_out(run)
-
-
-@api.get("/series", response=list[SeriesOut], summary="All series")
-def list_series(request: HttpRequest) -> list[dict[str, Any]]:
-    return [
-        {"name": s.name, "description": s.description, "releases": s.n}
-        for s in Series.objects.annotate(n=Count("releases"))
-    ]
-
-
-@api.get(
-    "/series/{name}/releases",
-    response=list[ReleaseOut],
-    summary="A series' releases in order, with run counts",
-)
-def list_releases(request: HttpRequest, name: str) -> list[Any]:
-    series = get_object_or_404(Series, name=name)
-    return selectors.releases_with_counts(series)
-
-
-@api.get(
-    "/uploads/{batch}",
-    response=list[RunOut],
-    summary="The runs of one upload (the files sent together from the upload page)",
-)
-def get_upload(request: HttpRequest, batch: uuid.UUID) -> list[dict[str, Any]]:
-    runs = Run.objects.filter(upload_batch=batch).select_related("series", "release")
-    return [run_out(r) for r in runs.order_by("id")]
-
-
-from deviations.histogram_api import router as histograms_router  # noqa: E402
-
+api.add_router("", traces_router)
 api.add_router("/histograms", histograms_router)
+api.add_router("/histograms", alerts_router)

@@ -8,4 +8,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deviations.settings")
 
 app = Celery("deviations")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["deviations"])
+# Each feature keeps its tasks in its own tasks.py; ingest has the ingest task.
+app.autodiscover_tasks(
+    ["deviations.traces", "deviations.histograms", "deviations.alerts", "ingest"]
+)

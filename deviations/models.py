@@ -1,316 +1,47 @@
-"""Release series and their runs.
+"""The app's models, one module per feature; Django registers the models imported here.
 
-A Series holds Releases; a Release holds Runs (one trace file each); a Run's per-function
-self time, total time and call count are stored as one row of packed arrays (RunTimes),
-indexed by Function ids of the series. docs/architecture.md says why (storage section).
+- trace series, ``deviations.traces.models``: Series, Release, Function, Run, RunTimes,
+  SeriesAnalysis, AnalysisBlock;
+- Telemetry histograms, ``deviations.histograms.models``: HistogramRuleDefaults, Probe,
+  HistogramSnapshot, HistogramChange;
+- alerts, ``deviations.alerts.models``: Subscription, SentAlert;
+- API tokens, ``deviations.core.models``: ApiToken.
+
+Everything stays in the one app label ``deviations`` (its migrations are shared). Import a
+model from its feature's module; this module only makes sure Django sees them all.
 """
 
-import hashlib
-import secrets
-
-import numpy as np
-from django.conf import settings
-from django.core.exceptions import ValidationError
-from django.db import models
-from django.urls import reverse
-
-from deviations import versions
-
-
-def _validate_series_name(value: str) -> None:
-    if error := versions.series_name_error(value):
-        raise ValidationError(error)
-
-
-def _validate_version(value: str) -> None:
-    if error := versions.version_error(value):
-        raise ValidationError(error)
-
-
-class Series(models.Model):
-    """A release series, e.g. ``chromium-linux.example-load``: one workload on one platform."""
-
-    name = models.CharField(max_length=100, unique=True, validators=[_validate_series_name])
-    description = models.TextField(blank=True)
-    created = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["name"]
-        verbose_name_plural = "series"
-
-    def __str__(self) -> str:
-        return self.name
-
-    def get_absolute_url(self) -> str:
-        return reverse("series", args=[self.name])
-
-
-class Release(models.Model):
-    """One version of the software under test; its position comes from ``sort_key``."""
-
-    series = models.ForeignKey(Series, on_delete=models.CASCADE, related_name="releases")
-    version = models.CharField(max_length=100, validators=[_validate_version])
-    order = models.PositiveBigIntegerField(
-        null=True, blank=True, help_text="Sorts in place of the version when given."
-    )
-    sort_key = models.CharField(max_length=400, editable=False)
-    created = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["series", "sort_key", "id"]
-        constraints = [
-            models.UniqueConstraint(fields=["series", "version"], name="release_unique_version"),
-        ]
-        indexes = [models.Index(fields=["series", "sort_key"], name="release_series_order")]
-
-    def __str__(self) -> str:
-        return f"{self.series.name} {self.version}"
-
-    def save(self, *args: object, **kwargs: object) -> None:
-        self.sort_key = versions.sort_key(self.version, self.order)
-        super().save(*args, **kwargs)  # type: ignore[arg-type]
-
-    def get_absolute_url(self) -> str:
-        return reverse("release", args=[self.series.name, self.version])
-
-
-class Function(models.Model):
-    """A function (trace event name) seen in a series. Names are untrusted text."""
-
-    series = models.ForeignKey(Series, on_delete=models.CASCADE, related_name="functions")
-    name = models.TextField()
-    # Unique on a digest: PostgreSQL cannot index arbitrarily long text in a b-tree.
-    name_sha1 = models.CharField(max_length=40, editable=False)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["series", "name_sha1"], name="function_unique_name"),
-        ]
-
-    def __str__(self) -> str:
-        return self.name
-
-    def save(self, *args: object, **kwargs: object) -> None:
-        self.name_sha1 = self.digest(self.name)
-        super().save(*args, **kwargs)  # type: ignore[arg-type]
-
-    @staticmethod
-    def digest(name: str) -> str:
-        data = name.encode("utf-8", "surrogatepass")
-        return hashlib.sha1(data, usedforsecurity=False).hexdigest()
-
-    @staticmethod
-    def storable(name: str) -> str:
-        """``name`` as stored: NUL characters, which PostgreSQL text cannot hold, become
-        U+FFFD on every database. Identity stays with the digest of the name as traced, so
-        ``a\\0b`` and ``a\ufffdb`` remain two functions."""
-        return name.replace("\x00", "\ufffd")
-
-
-class Run(models.Model):
-    """One trace file of one release: its identity (sha256), its state and its parse summary."""
-
-    PENDING, DONE, FAILED = "pending", "done", "failed"
-    STATUS_CHOICES = [(PENDING, "pending"), (DONE, "done"), (FAILED, "failed")]
-
-    series = models.ForeignKey(Series, on_delete=models.CASCADE, related_name="runs")
-    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="runs")
-    sha256 = models.CharField(max_length=64)
-    file_name = models.CharField(max_length=255)
-    size_bytes = models.BigIntegerField()
-    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=PENDING)
-    error = models.TextField(blank=True)
-    # Thread selection used by the parser: thread_name, process_name, all_threads.
-    options = models.JSONField(default=dict)
-    summary = models.JSONField(null=True, blank=True)
-    # The uploaded bytes while they wait for a worker; removed once the run is done or failed.
-    upload = models.FileField(upload_to="pending-traces/", blank=True)
-    upload_batch = models.UUIDField(null=True, blank=True, db_index=True)
-    uploaded_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created = models.DateTimeField(auto_now_add=True)
-    started = models.DateTimeField(null=True, blank=True)
-    finished = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["release", "created", "id"]
-        constraints = [
-            # The same bytes are one run of a series, whichever release they were sent to.
-            models.UniqueConstraint(fields=["series", "sha256"], name="run_unique_content"),
-        ]
-        indexes = [models.Index(fields=["release", "status"], name="run_release_status")]
-
-    def __str__(self) -> str:
-        return f"{self.file_name} ({self.status})"
-
-    def get_absolute_url(self) -> str:
-        return reverse("run", args=[self.pk])
-
-
-class RunTimes(models.Model):
-    """Per-function self time, total time and calls of one run, as packed little-endian arrays.
-
-    ``function_ids[i]`` is the Function whose times are ``self_us[i]``, ``total_us[i]`` and
-    ``calls[i]``. A run is written once and always read whole (an analysis reads every run
-    of a release), so one row per run replaces ~2,000 rows per run of a narrow table.
-    """
-
-    run = models.OneToOneField(
-        Run, on_delete=models.CASCADE, primary_key=True, related_name="times"
-    )
-    function_ids = models.BinaryField()
-    self_us = models.BinaryField()
-    total_us = models.BinaryField()
-    calls = models.BinaryField()
-
-    INT, FLOAT = np.dtype("<i8"), np.dtype("<f8")
-
-    def __str__(self) -> str:
-        return f"times of run {self.run_id}"
-
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(function_ids, self_us, total_us, calls) as numpy arrays (read-only views)."""
-        return (
-            np.frombuffer(bytes(self.function_ids), dtype=self.INT),
-            np.frombuffer(bytes(self.self_us), dtype=self.FLOAT),
-            np.frombuffer(bytes(self.total_us), dtype=self.FLOAT),
-            np.frombuffer(bytes(self.calls), dtype=self.INT),
-        )
-
-    @classmethod
-    def pack(
-        cls,
-        run: Run,
-        function_ids: np.ndarray,
-        self_us: np.ndarray,
-        total_us: np.ndarray,
-        calls: np.ndarray,
-    ) -> "RunTimes":
-        return cls(
-            run=run,
-            function_ids=np.ascontiguousarray(function_ids, dtype=cls.INT).tobytes(),
-            self_us=np.ascontiguousarray(self_us, dtype=cls.FLOAT).tobytes(),
-            total_us=np.ascontiguousarray(total_us, dtype=cls.FLOAT).tobytes(),
-            calls=np.ascontiguousarray(calls, dtype=cls.INT).tobytes(),
-        )
-
-
-class ApiToken(models.Model):
-    """A token for the REST API. Only its sha256 is stored; the token is shown once."""
-
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
-    name = models.CharField(max_length=100, help_text="What the token is for, e.g. 'CI'.")
-    key_sha256 = models.CharField(max_length=64, unique=True, editable=False)
-    created = models.DateTimeField(auto_now_add=True)
-    last_used = models.DateTimeField(null=True, blank=True)
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.user})"
-
-    @staticmethod
-    def hash_key(key: str) -> str:
-        return hashlib.sha256(key.encode()).hexdigest()
-
-    @classmethod
-    def issue(cls, user: object, name: str) -> tuple["ApiToken", str]:
-        """Create a token; returns it and the clear key, which is not stored."""
-        key = secrets.token_urlsafe(32)
-        token = cls.objects.create(user=user, name=name, key_sha256=cls.hash_key(key))
-        return token, key
-
-
-class SeriesAnalysis(models.Model):
-    """The stored analysis of a series: its shape, bookkeeping and the global matrices.
-
-    One row per series. Rows of the matrices are ``function_ids`` (in the order they were
-    first analysed: a full recompute sorts them, an update appends new functions), columns
-    ``release_ids`` (the releases with at least two done runs, in series order). The
-    per-release and per-pair numbers live in :class:`AnalysisBlock` rows; this row holds
-    what changes everywhere when one release arrives: ``global_arrays``, an ``.npz`` of, per
-    metric, ``<metric>.verdict`` (the recommended rule's verdicts, which depend on
-    Benjamini–Hochberg over the whole matrix; its q-values are recomputed by readers from
-    the stored p-values), functions × (releases - 1), column ``r-1`` for the pair
-    ``r-1 → r``, and per (metric, estimator, rule) ``<metric>.<estimator>.<rule>.digression``
-    (the flat indices of the pairs that start a digression). Bookkeeping of incremental
-    updates: ``run_ids`` (the done runs of every column, in load order, split by
-    ``run_counts``) and ``params`` (confidence, window, fdr, min_relative_effect).
-    ``generation`` is a random token that changes with every write: an update computed from
-    one generation is stored only onto it, and readers check that it did not change while
-    they read (docs/architecture.md, "Analysis: stored matrices, incremental updates").
-    """
-
-    series = models.OneToOneField(Series, on_delete=models.CASCADE, related_name="analysis")
-    generation = models.BigIntegerField()
-    release_ids = models.BinaryField()
-    function_ids = models.BinaryField()
-    run_ids = models.BinaryField()
-    run_counts = models.BinaryField()
-    params = models.BinaryField()
-    global_arrays = models.BinaryField()
-    # The analysis saw every run that finished before this instant.
-    snapshot_at = models.DateTimeField()
-
-    class Meta:
-        verbose_name_plural = "series analyses"
-
-    def __str__(self) -> str:
-        return f"analysis of {self.series.name}"
-
-
-class AnalysisBlock(models.Model):
-    """The numbers of one release (a column) of a series' analysis, for some of its rows.
-
-    One block per (metric, estimator, release) covers rows ``row_start .. row_start +
-    rows`` of the matrix (usually all; a release analysed before new functions arrived
-    gets a second block for their rows). Each field is a packed little-endian array of
-    ``rows`` values: per release ``estimate``, ``lo``, ``hi`` (the estimator's interval),
-    ``n`` (int64); for the pair ending at this release (empty in the first column):
-    ``gap``, ``diff``, ``diff_lo``, ``diff_hi``, ``paper_p``, ``paper_verdict`` (int8 codes
-    of ``deviations.stats.compare``), and the recommended rule's window tests ``z``, ``p``
-    (raw, before Benjamini–Hochberg) and ``shift``. A new release rewrites its own blocks and
-    those of the few releases whose pairs or windows it touches, never the whole matrix.
-    """
-
-    series = models.ForeignKey(Series, on_delete=models.CASCADE, related_name="+")
-    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="+")
-    metric = models.CharField(max_length=10)
-    estimator = models.CharField(max_length=10)
-    row_start = models.IntegerField()
-    rows = models.IntegerField()
-    estimate = models.BinaryField()
-    lo = models.BinaryField()
-    hi = models.BinaryField()
-    n = models.BinaryField()
-    gap = models.BinaryField()
-    diff = models.BinaryField()
-    diff_lo = models.BinaryField()
-    diff_hi = models.BinaryField()
-    paper_p = models.BinaryField()
-    paper_verdict = models.BinaryField()
-    z = models.BinaryField()
-    p = models.BinaryField()
-    shift = models.BinaryField()
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["series", "metric", "estimator", "release", "row_start"],
-                name="analysis_block_unique",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return (f"{self.metric}/{self.estimator} of release {self.release_id}, rows "
-                f"{self.row_start}..{self.row_start + self.rows}")
-
-
-# The histogram side lives in its own module; importing it here registers its models.
-from deviations.histogram_models import (  # noqa: E402,F401,I001
+from deviations.alerts.models import SentAlert, Subscription
+from deviations.core.models import ApiToken
+from deviations.histograms.models import (
     HistogramChange,
     HistogramRuleDefaults,
     HistogramSnapshot,
     Probe,
-    SentAlert,
-    Subscription,
 )
+from deviations.traces.models import (
+    AnalysisBlock,
+    Function,
+    Release,
+    Run,
+    RunTimes,
+    Series,
+    SeriesAnalysis,
+)
+
+__all__ = [
+    "AnalysisBlock",
+    "ApiToken",
+    "Function",
+    "HistogramChange",
+    "HistogramRuleDefaults",
+    "HistogramSnapshot",
+    "Probe",
+    "Release",
+    "Run",
+    "RunTimes",
+    "SentAlert",
+    "Series",
+    "SeriesAnalysis",
+    "Subscription",
+]

@@ -116,7 +116,7 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
-    "deviations.staticfinders.PlotlyFinder",  # plotly.js: npm's basic bundle, the full one
+    "deviations.core.staticfinders.PlotlyFinder",  # plotly.js: npm's basic bundle, the full one
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

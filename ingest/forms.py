@@ -2,7 +2,8 @@ from typing import Any
 
 from django import forms
 
-from deviations.versions import series_name_error, version_error
+from deviations.core.forms import validated
+from deviations.core.versions import check_series_name, check_version
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -40,12 +41,8 @@ class TraceUploadForm(forms.Form):
 
     def clean_series(self) -> str:
         value: str = self.cleaned_data["series"].strip()
-        if error := series_name_error(value):
-            raise forms.ValidationError(error)
-        return value
+        return validated(check_series_name, value)
 
     def clean_release(self) -> str:
         value: str = self.cleaned_data["release"].strip()
-        if error := version_error(value):
-            raise forms.ValidationError(error)
-        return value
+        return validated(check_version, value)

@@ -21,13 +21,14 @@ from typing import Any, BinaryIO
 
 from django.db import IntegrityError, transaction
 
-from deviations.histogram_models import HistogramSnapshot, Probe, name_digest, pack
-from deviations.tasks import detect_histogram_changes
-from deviations.versions import sort_key
+from deviations.core.db import IN_BATCH as _IN_BATCH
+from deviations.core.db import INSERT_BATCH
+from deviations.core.packing import name_digest, pack
+from deviations.core.versions import sort_key
+from deviations.histograms.models import HistogramSnapshot, Probe
+from ingest import reading
 from ingest.histograms import HistogramError, HistogramRecord, parse_histogram_file
-
-# SQLite allows 32,766 variables per statement; stay well below it.
-_IN_BATCH = 900
+from ingest.signals import histograms_stored
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ def store_histogram_file(
     records = parse_histogram_file(
         source, display_name=display_name, build_id=build_id, probe=probe
     )
-    name = _display_name(source, display_name)
+    name = display_name or reading.display_name(source)
     for rec in records:
         try:
             sort_key(rec.build_id)
@@ -83,15 +84,7 @@ def queue_detection(probe_ids: list[int]) -> None:
     """Detect changes on these probes once the histograms are committed (by a worker, or
     in-process in the embedded default)."""
     ids = list(probe_ids)
-    transaction.on_commit(lambda: detect_histogram_changes.delay(ids))
-
-
-def _display_name(source: object, given: str | None) -> str:
-    if given:
-        return given
-    if isinstance(source, str | os.PathLike):
-        return os.path.basename(os.fspath(source))
-    return os.path.basename(str(getattr(source, "name", "") or "")) or "upload"
+    transaction.on_commit(lambda: histograms_stored.send(sender=Probe, probe_ids=ids))
 
 
 def _content_digest(rec: HistogramRecord) -> str:
@@ -132,12 +125,12 @@ def _store(records: list[HistogramRecord], name: str, user: Any) -> StoredFile:
                 snapshot.pk = found[0]
                 changed.append(snapshot)
         # bulk_create skips save(), so sort_key is set above.
-        HistogramSnapshot.objects.bulk_create(new, batch_size=_IN_BATCH // 10)
+        HistogramSnapshot.objects.bulk_create(new, batch_size=INSERT_BATCH)
         HistogramSnapshot.objects.bulk_update(
             changed,
             ["edges", "counts", "normalised", "total", "sum", "source", "content_sha1",
              "uploaded_by"],
-            batch_size=_IN_BATCH // 10,
+            batch_size=INSERT_BATCH,
         )
         created, replaced = len(new), len(changed)
     ids = sorted({p.pk for p in probes.values()})
@@ -200,7 +193,7 @@ def _probes(records: Iterable[HistogramRecord]) -> dict[str, Probe]:
         if n not in found
     ]
     # Not ignore_conflicts: a concurrent creation raises, and the caller retries once.
-    for p in Probe.objects.bulk_create(missing, batch_size=_IN_BATCH // 10):
+    for p in Probe.objects.bulk_create(missing, batch_size=INSERT_BATCH):
         found[p.name] = p
     if any(p.pk is None for p in found.values()):  # backends that return no ids
         for i in range(0, len(keys), _IN_BATCH):
@@ -212,5 +205,5 @@ def _probes(records: Iterable[HistogramRecord]) -> dict[str, Probe]:
         if merged != p.alert_emails:
             p.alert_emails = merged
             grown.append(p)
-    Probe.objects.bulk_update(grown, ["alert_emails"], batch_size=_IN_BATCH // 10)
+    Probe.objects.bulk_update(grown, ["alert_emails"], batch_size=INSERT_BATCH)
     return found

@@ -77,13 +77,10 @@ is unusable), so a caller can store a file atomically.
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import math
 import os
 import re
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -92,8 +89,9 @@ from typing import Any, BinaryIO, NoReturn
 import msgspec
 import numpy as np
 
-from deviations.versions import VERSION_RE
-from ingest.traces import default_display_name
+from deviations.core.errors import UserError
+from deviations.core.versions import VERSION_RE
+from ingest import reading
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -149,18 +147,16 @@ _GLAM_SUMMED = "summed_histogram"
 #: Added to the probe name of GLAM per-version aggregates (see "Names").
 PER_VERSION_SUFFIX = "@version"
 
-_GZIP_MAGIC = b"\x1f\x8b"
 _UTF8_BOM = b"\xef\xbb\xbf"
 _EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _MAX_EMAIL_CHARS = 254  # RFC 5321's limit on a forward path
 _SHOWN_CHARS = 60  # of a bad value quoted in an error message
 _SHOWN_KEYS = 8
 _SHOWN_LOCATOR_CHARS = 200
-_CHUNK = 1 << 20  # bytes read from a stream at a time
 _JSON_LINES = object()  # _decode_json's answer for several JSON values, one a line
 
 
-class HistogramError(ValueError):
+class HistogramError(UserError):
     """The input is not usable. ``str(e)`` is one line: "<file>: <record>: <reason>"."""
 
 
@@ -242,13 +238,13 @@ def parse_histogram_file(
     Mozilla histogram object. ``max_bytes`` bounds both the compressed and the
     decompressed size. Records come in file order; (probe, build id) is unique.
     """
-    name = display_name if display_name is not None else default_display_name(source)
+    name = display_name if display_name is not None else reading.display_name(source)
     ctx = _Context(name, build_id, probe)
     if build_id is not None:
         ctx.check_build_id(build_id, "")
     if probe is not None:
         ctx.check_probe(probe, "")
-    data = _read(source, ctx, max_bytes)
+    data = bytes(reading.read_bounded(source, name, max_bytes, HistogramError))
     records = _records(data, ctx)
     if not records:
         ctx.fail("", "no histograms in the file")
@@ -317,50 +313,6 @@ class _Context:
 
 
 # --- reading -------------------------------------------------------------------------
-
-
-def _read(
-    source: str | os.PathLike[str] | bytes | BinaryIO, ctx: _Context, max_bytes: int
-) -> bytes:
-    """The decompressed bytes of the source, refusing more than max_bytes at every stage."""
-    too_big = f"larger than the limit of {max_bytes:,} bytes"
-    if isinstance(source, bytes | bytearray | memoryview):
-        data = bytes(source)
-    elif isinstance(source, str | os.PathLike):
-        try:
-            with open(source, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                if size > max_bytes:
-                    ctx.fail("", f"{too_big} ({size:,} bytes on disk)")
-                data = f.read(max_bytes + 1)  # the file may have grown since fstat
-        except OSError as e:
-            ctx.fail("", f"cannot read the file: {e.strerror or e}")
-    else:
-        data = _read_stream(source, max_bytes + 1)
-    if len(data) > max_bytes:
-        ctx.fail("", too_big)
-    if data[:2] == _GZIP_MAGIC:
-        try:
-            # GzipFile inflates in pieces, so reading max_bytes + 1 stops a gzip bomb there.
-            with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
-                data = gz.read(max_bytes + 1)
-        except EOFError:
-            ctx.fail("", "truncated gzip stream")
-        except (OSError, zlib.error) as e:
-            ctx.fail("", f"corrupt gzip stream ({e})")
-        if len(data) > max_bytes:
-            ctx.fail("", f"decompresses to more than the limit of {max_bytes:,} bytes")
-    return data
-
-
-def _read_stream(stream: BinaryIO, limit: int) -> bytes:
-    """Up to limit bytes: a raw stream's read() may return less than asked before its end."""
-    chunks = []
-    size = 0
-    while size < limit and (chunk := stream.read(min(_CHUNK, limit - size))):
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
 
 
 def _decode_json(data: bytes, ctx: _Context, where: str, lines: bool = False) -> Any:

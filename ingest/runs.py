@@ -25,8 +25,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from deviations.models import Function, Release, Run, RunTimes, Series
-from deviations.versions import series_name_error, version_error
+from deviations.core.db import IN_BATCH as _IN_BATCH
+from deviations.core.errors import UserError
+from deviations.core.versions import check_series_name, check_version
+from deviations.traces.models import Function, Release, Run, RunTimes, Series
 from ingest.traces import FunctionTimes, TraceError, parse_trace
 
 log = logging.getLogger(__name__)
@@ -34,11 +36,9 @@ log = logging.getLogger(__name__)
 # A claim older than the task's hard time limit belongs to a worker that died: take it over.
 STALE_CLAIM = timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
 _CHUNK = 1 << 20
-# SQLite allows 32,766 variables per statement; stay well below it.
-_IN_BATCH = 900
 
 
-class IngestError(ValueError):
+class IngestError(UserError):
     """A request that cannot make a run at all (bad series name, bad version)."""
 
 
@@ -71,8 +71,11 @@ def safe_file_name(name: str) -> str:
 
 def get_release(series_name: str, version: str, order: int | None = None) -> Release:
     """The release, created with its series if new. Raises IngestError on bad names."""
-    if error := series_name_error(series_name) or version_error(version):
-        raise IngestError(error)
+    try:
+        check_series_name(series_name)
+        check_version(version)
+    except UserError as exc:
+        raise IngestError(exc.message) from None
     series, _ = Series.objects.get_or_create(name=series_name)
     try:
         release, created = Release.objects.get_or_create(
@@ -178,8 +181,8 @@ def _claim(run_id: int) -> bool:
     )
 
 
-def parse_file(path: Path, file_name: str, options: dict[str, Any]) -> FunctionTimes | str:
-    """The parsed trace, or the one-line reason it cannot be used."""
+def parse_file(path: Path, file_name: str, options: dict[str, Any]) -> FunctionTimes:
+    """The parsed trace; ``TraceError`` with the one-line reason when it cannot be used."""
     try:
         return parse_trace(
             path,
@@ -189,17 +192,15 @@ def parse_file(path: Path, file_name: str, options: dict[str, Any]) -> FunctionT
             all_threads=bool(options.get("all_threads", False)),
             max_bytes=settings.DEVIATIONS_MAX_TRACE_BYTES,
         )
-    except TraceError as exc:
-        return str(exc)
     except OSError as exc:
-        return f"{file_name}: cannot read the file ({exc.strerror or exc})"
+        raise TraceError(f"{file_name}: cannot read the file ({exc.strerror or exc})") from None
 
 
-def process_run(run_id: int, *, parsed: FunctionTimes | str | None = None) -> Run:
+def process_run(run_id: int, *, parsed: FunctionTimes | TraceError | None = None) -> Run:
     """Parse a pending run's uploaded file and store its times; idempotent.
 
     ``parsed``, when the caller has already parsed the file (``ingest_local_file``), is
-    stored as is.
+    stored as is, or is the error that parse raised.
     A run that is not pending, or that another worker is processing, is left alone. Parse
     errors make the run ``failed`` with a one-line reason and write no times.
     """
@@ -207,9 +208,12 @@ def process_run(run_id: int, *, parsed: FunctionTimes | str | None = None) -> Ru
         return Run.objects.get(pk=run_id)
     run = Run.objects.get(pk=run_id)
     if parsed is None:
-        parsed = parse_file(Path(run.upload.path), run.file_name, run.options or {})
-    if isinstance(parsed, str):
-        _finish_failed(run, parsed)
+        try:
+            parsed = parse_file(Path(run.upload.path), run.file_name, run.options or {})
+        except TraceError as exc:
+            parsed = exc
+    if isinstance(parsed, TraceError):
+        _finish_failed(run, str(parsed))
     else:
         result = parsed
         try:
@@ -234,7 +238,11 @@ def ingest_local_file(release: Release, path: Path, options: ThreadOptions) -> R
     name = safe_file_name(path.name)
     with ThreadPoolExecutor(max_workers=1) as pool:
         hashing = pool.submit(file_sha256, path)
-        parsed = parse_file(path, name, options.as_dict())
+        parsed: FunctionTimes | TraceError
+        try:
+            parsed = parse_file(path, name, options.as_dict())
+        except TraceError as exc:
+            parsed = exc
         digest = hashing.result()
     entry = register_run(release, None, name, options, keep_upload=False, digest=digest)
     if entry.duplicate or entry.run.status != Run.PENDING:

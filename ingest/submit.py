@@ -8,9 +8,9 @@ from typing import IO, Any
 
 from django.db import transaction
 
-from deviations.models import Run
-from deviations.tasks import ingest_run
+from deviations.traces.models import Run
 from ingest.runs import Registered, ThreadOptions, get_release, register_run
+from ingest.tasks import ingest_run
 
 
 def submit_uploads(

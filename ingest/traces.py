@@ -79,9 +79,7 @@ and SciPy start-up, the sha256 of the file and the database writes add ~3-4 s.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
-import zlib
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from itertools import count, repeat
@@ -91,6 +89,9 @@ from typing import Any, BinaryIO, ClassVar, Union
 import msgspec
 import numpy as np
 
+from deviations.core.errors import UserError
+from ingest import reading
+
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "MAX_NAME_CHARS",
@@ -98,7 +99,6 @@ __all__ = [
     "ParseSummary",
     "ThreadRef",
     "TraceError",
-    "default_display_name",
     "parse_trace",
 ]
 
@@ -108,9 +108,6 @@ DEFAULT_MAX_BYTES = 2 * 1024**3
 #: Names longer than this are shortened (see the module docstring): a database index and a
 #: chart label cannot hold megabytes, and no real function name comes near it.
 MAX_NAME_CHARS = 1_000
-#: gzip input is read and inflated in pieces of this size, so a gzip bomb stops at
-#: max_bytes + one piece instead of filling memory.
-_CHUNK = 1 << 20
 #: Chrome writes dur = -1 for a complete event that was still running when tracing stopped.
 _UNFINISHED_DUR = -1.0
 #: Threads listed in the "selected thread absent" message, and unnamed processes in a note.
@@ -118,7 +115,6 @@ _THREADS_SHOWN = 8
 
 _NAN = float("nan")
 _NO_ARGS = msgspec.Raw(b"{}")
-_GZIP_MAGIC = b"\x1f\x8b"
 
 # Phase codes of the columns: every phase letter of the format gets a small code, so that
 # counting them is a bincount. Codes 0-4 are the ones the parser uses.
@@ -131,7 +127,7 @@ _UNKNOWN_PH = len(_PHASES)
 _MAX_LOOPED_THREADS = 512
 
 
-class TraceError(ValueError):
+class TraceError(UserError):
     """The input is not a usable trace. ``str(e)`` is one line: "<file>: <reason>"."""
 
 
@@ -307,7 +303,7 @@ def parse_trace(
     that has duration events. ``max_bytes`` bounds both the compressed and the
     decompressed size. Raises ``TraceError`` for anything that is not a usable trace.
     """
-    name = display_name if display_name is not None else default_display_name(source)
+    name = display_name if display_name is not None else reading.display_name(source)
     try:
         return _parse(source, name, thread_name, process_name, all_threads, max_bytes)
     except MemoryError:
@@ -323,7 +319,7 @@ def _parse(
     max_bytes: int,
 ) -> FunctionTimes:
     counts = _Counts()
-    data = _read(source, name, max_bytes)
+    data = reading.read_bounded(source, name, max_bytes, TraceError)
     events, tagged = _decode(data, name, counts)
     del data  # freed now on the fast path (the slow path's msgspec.Raw args keep it alive)
     n = len(events)
@@ -796,107 +792,6 @@ def _sweep_all(
     nested = open_before[where[k:]] == depth + 1
     last_desc = np.cumsum(is_start)[where[k:]] - 1
     return depth, last_desc, nested
-
-
-def default_display_name(source: object) -> str:
-    """The name error messages give a source: a path's base name, else a placeholder."""
-    if isinstance(source, str | os.PathLike):
-        return os.path.basename(os.fspath(source))
-    if isinstance(source, bytes | bytearray | memoryview):
-        return "<bytes>"
-    stream_name = getattr(source, "name", None)
-    if isinstance(stream_name, str):
-        return os.path.basename(stream_name)
-    return "<stream>"
-
-
-def _read(
-    source: str | os.PathLike[str] | bytes | BinaryIO, name: str, max_bytes: int
-) -> bytes | bytearray:
-    """The decompressed bytes of the source, refusing more than max_bytes at every stage."""
-    limit_msg = f"{name}: larger than the limit of {max_bytes:,} bytes"
-    if isinstance(source, bytes | bytearray | memoryview):
-        data = bytes(source) if isinstance(source, memoryview) else source
-        if len(data) > max_bytes:
-            raise TraceError(limit_msg)
-        if data[:2] == _GZIP_MAGIC:
-            return _gunzip(io.BytesIO(data), name, max_bytes)
-        return data
-    if isinstance(source, str | os.PathLike):
-        try:
-            with open(source, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                if size > max_bytes:
-                    raise TraceError(limit_msg + f" ({size:,} bytes on disk)")
-                if f.read(2) == _GZIP_MAGIC:
-                    f.seek(0)
-                    return _gunzip(f, name, max_bytes)
-                f.seek(0)
-                data = f.read(max_bytes + 1)  # the file may have grown since fstat
-                if len(data) > max_bytes:
-                    raise TraceError(limit_msg)
-                return data
-        except OSError as e:
-            raise TraceError(f"{name}: cannot read the file: {e.strerror or e}") from None
-    # A binary stream of unknown length.
-    head = source.read(2)
-    if head == _GZIP_MAGIC:
-        return _gunzip(_Prefixed(head, source), name, max_bytes)
-    buf = bytearray(head)
-    while chunk := source.read(_CHUNK):
-        if len(buf) + len(chunk) > max_bytes:
-            raise TraceError(limit_msg)
-        buf += chunk
-    return buf
-
-
-class _Prefixed(io.RawIOBase):
-    """A stream whose first bytes were already read (to sniff the gzip magic)."""
-
-    def __init__(self, head: bytes, rest: BinaryIO) -> None:
-        self._head = head
-        self._rest = rest
-
-    def read(self, size: int = -1) -> bytes:
-        if self._head:
-            head, self._head = self._head, b""
-            return head
-        return self._rest.read(size)
-
-
-def _gunzip(f: io.RawIOBase | BinaryIO, name: str, max_bytes: int) -> bytearray:
-    """Inflate a (possibly multi-member) gzip stream in bounded pieces with a running limit."""
-    out = bytearray()
-    compressed = 0
-    d = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    pending = b""
-    try:
-        while True:
-            if not pending:
-                pending = f.read(_CHUNK)
-                if not pending:
-                    break
-                compressed += len(pending)
-                if compressed > max_bytes:
-                    raise TraceError(f"{name}: larger than the limit of {max_bytes:,} bytes")
-            if d.eof:
-                if not pending.strip(b"\x00"):  # gzip files may be padded with zero bytes
-                    pending = b""
-                    continue
-                d = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # another gzip member
-            out += d.decompress(pending, _CHUNK)
-            if len(out) > max_bytes:
-                raise TraceError(
-                    f"{name}: decompresses to more than the limit of {max_bytes:,} bytes"
-                )
-            pending = d.unused_data + d.unconsumed_tail if d.eof else d.unconsumed_tail
-        if not d.eof:
-            out += d.flush()  # at most one window of output can still be buffered
-    except zlib.error as e:
-        raise TraceError(f"{name}: corrupt gzip stream ({e})") from None
-    if not d.eof:
-        raise TraceError(f"{name}: truncated gzip stream")
-    return out
 
 
 _WHITESPACE = b" \t\r\n"

@@ -5,10 +5,12 @@ from typing import Any
 from django.conf import settings
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 
+from deviations.core.errors import TooLargeError
+
 
 class TraceSizeLimitHandler(FileUploadHandler):
     """Counts each file's bytes as they arrive. Over ``DEVIATIONS_MAX_TRACE_BYTES`` the rest
-    of the request is read and thrown away instead of stored, and ``over_limit(request)``
+    of the request is read and thrown away instead of stored, and ``check_upload_size(request)``
     names the file for the view to answer with a clear error."""
 
     def new_file(self, *args: Any, **kwargs: Any) -> None:
@@ -29,7 +31,8 @@ class TraceSizeLimitHandler(FileUploadHandler):
         return None
 
 
-def over_limit(request: Any) -> str | None:
-    """The one-line reason when an upload of this request was cut off, else None."""
+def check_upload_size(request: Any) -> None:
+    """``TooLargeError`` naming the file when an upload of this request was cut off."""
     reason: str | None = getattr(request, "trace_over_limit", None)
-    return reason
+    if reason is not None:
+        raise TooLargeError(reason)

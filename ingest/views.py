@@ -7,10 +7,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
+from deviations.core.errors import TooLargeError, UserError
+from deviations.core.forms import form_error
 from ingest.forms import TraceUploadForm
-from ingest.runs import IngestError, ThreadOptions
+from ingest.runs import ThreadOptions
 from ingest.submit import submit_uploads
-from ingest.upload_handlers import over_limit
+from ingest.upload_handlers import check_upload_size
 
 
 @login_required
@@ -19,11 +21,10 @@ def upload(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return render(request, "ingest/upload.html", {"form": TraceUploadForm()})
     form = TraceUploadForm(request.POST, request.FILES)
-    if reason := over_limit(request):
-        form.add_error("files", reason)
-    elif form.is_valid():
-        data = form.cleaned_data
-        try:
+    try:
+        check_upload_size(request)
+        if form.is_valid():
+            data = form.cleaned_data
             batch, _ = submit_uploads(
                 data["series"],
                 data["release"],
@@ -32,11 +33,12 @@ def upload(request: HttpRequest) -> HttpResponse:
                 order=data["order"],
                 user=request.user,
             )
-        except IngestError as exc:
-            form.add_error(None, str(exc))
-        else:
             url = reverse("upload_status", args=[batch])
             return JsonResponse({"status_url": url}) if wants_json else redirect(url)
+    except TooLargeError as exc:
+        form.add_error("files", form_error(exc))
+    except UserError as exc:
+        form.add_error(None, form_error(exc))
     if wants_json:
         return JsonResponse({"errors": form.errors.get_json_data()}, status=400)
     return render(request, "ingest/upload.html", {"form": form}, status=400)

@@ -4,7 +4,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-import deviations.models
+import deviations.traces.models
 
 
 class Migration(migrations.Migration):
@@ -20,7 +20,7 @@ class Migration(migrations.Migration):
             name='Release',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.CharField(max_length=100, validators=[deviations.models._validate_version])),
+                ('version', models.CharField(max_length=100, validators=[deviations.traces.models._validate_version])),
                 ('order', models.PositiveBigIntegerField(blank=True, help_text='Sorts in place of the version when given.', null=True)),
                 ('sort_key', models.CharField(editable=False, max_length=400)),
                 ('created', models.DateTimeField(auto_now_add=True)),
@@ -56,7 +56,7 @@ class Migration(migrations.Migration):
             name='Series',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True, validators=[deviations.models._validate_series_name])),
+                ('name', models.CharField(max_length=100, unique=True, validators=[deviations.traces.models._validate_series_name])),
                 ('description', models.TextField(blank=True)),
                 ('created', models.DateTimeField(auto_now_add=True)),
             ],

@@ -21,7 +21,7 @@ from django.templatetags.static import static
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from deviations import staticfinders
+from deviations.core import staticfinders
 
 register = template.Library()
 

@@ -13,7 +13,7 @@ one), then measures:
 1. ingest: ``ingest.histogram_store.store_histogram_file`` on every file (parse, one
    transaction per file: what ``manage.py ingest_histograms`` does before it queues
    detection), reported as histograms per second;
-2. ``detect_s``: one full detection pass, ``deviations.histogram_analysis.detect()``
+2. ``detect_s``: one full detection pass, ``deviations.histograms.detection.detect()``
    (load every probe's series, the adaptive rule vectorised over probes of the same
    shape, store the scans and the changes), and the statistics call alone.
 
@@ -92,8 +92,8 @@ def main() -> None:
         django.setup()
         from django.core.management import call_command
 
-        from deviations import histogram_analysis
-        from deviations.histogram_models import HistogramChange, HistogramSnapshot, Probe
+        from deviations.histograms import detection as histogram_analysis
+        from deviations.histograms.models import HistogramChange, HistogramSnapshot, Probe
         from deviations.stats.histograms import detect_changes_adaptive
         from ingest.histogram_store import store_histogram_file
 

@@ -71,7 +71,7 @@ class Filler:
     """Bulk inserts of one synthetic series; ``add_release`` writes one release's runs."""
 
     def __init__(self, functions: int, runs: int, releases: int, seed: int) -> None:
-        from deviations.models import Function, Series
+        from deviations.traces.models import Function, Series
 
         self.rng = np.random.default_rng(seed)
         self.runs = runs
@@ -100,7 +100,7 @@ class Filler:
     def add_release(self, version: str, order: int, position: int) -> int:
         from django.utils import timezone
 
-        from deviations.models import Release, Run, RunTimes
+        from deviations.traces.models import Release, Run, RunTimes
 
         release = Release.objects.create(series=self.series, version=version, order=order)
         now = timezone.now()
@@ -226,8 +226,8 @@ def main() -> None:
     setup_django(args.database)
     from django.core.management import call_command
 
-    from deviations import analysis
-    from deviations.analysis import analyse_series
+    from deviations.traces import analysis
+    from deviations.traces.analysis import analyse_series
 
     call_command("migrate", verbosity=0)
     start = time.perf_counter()

@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from deviations.analysis import analyse_series
-from deviations.models import Series
+from deviations.traces.analysis import analyse_series
+from deviations.traces.models import Series
 
 
 class Command(BaseCommand):

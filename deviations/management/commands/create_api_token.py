@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from deviations.models import ApiToken
+from deviations.core.models import ApiToken
 
 
 class Command(BaseCommand):

@@ -7,11 +7,11 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from deviations import demo
-from deviations.analysis import analyse_series
-from deviations.histogram_demo import ingest_demo_histograms
-from deviations.models import Run, Series
-from ingest.runs import ThreadOptions, get_release, ingest_local_file
+from deviations.histograms.demo import ingest_demo_histograms
+from deviations.traces import demo
+from deviations.traces.analysis import analyse_series
+from deviations.traces.models import Run, Series
+from ingest.services import ThreadOptions, get_release, ingest_local_file
 
 SERIES = "chromium-demo.example-load"
 

@@ -5,9 +5,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from deviations import selectors
 from deviations.management.output import write_rows
-from deviations.models import Series
+from deviations.traces import selectors
+from deviations.traces.models import Series
 
 FIELDS = {
     "selftimes": ["release", "run", "function", "self_us", "total_us", "calls"],

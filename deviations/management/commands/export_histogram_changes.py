@@ -4,7 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from deviations.histogram_models import HistogramChange, Probe, name_digest
+from deviations.core.packing import name_digest
+from deviations.histograms.models import HistogramChange, Probe
 from deviations.management.output import write_rows
 
 FIELDS = ["probe", "build_id", "distance", "kind"]

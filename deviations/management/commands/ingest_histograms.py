@@ -5,8 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ingest.histogram_store import queue_detection, store_histogram_file
-from ingest.histograms import HistogramError
+from ingest.services import HistogramError, queue_detection, store_histogram_file
 
 
 class Command(BaseCommand):

@@ -7,9 +7,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from deviations.analysis import analyse_series
-from deviations.models import Run
-from ingest.runs import IngestError, ThreadOptions, get_release, ingest_local_file
+from deviations.traces.analysis import analyse_series
+from deviations.traces.models import Run
+from ingest.services import IngestError, ThreadOptions, get_release, ingest_local_file
 
 
 class Command(BaseCommand):

@@ -1,0 +1,210 @@
+"""Subscriptions, unsubscribe tokens, and sending each alert once, for every detector.
+
+The detectors decide who is told what (``deviations.histograms.notify``,
+``deviations.traces.notify``); this module subscribes, claims and sends.
+
+Never twice: before sending, an alert is claimed by inserting ``SentAlert(subject,
+email)``, unique on that pair. The one insert that succeeds sends; a retried task, a
+second worker or a second detection of the same change finds the row and skips. The row is
+deleted again only when sending raised, so a retry can send it; if a worker dies between
+the SMTP hand-over and the status update the alert stays ``sending`` and is not resent:
+at most once, by design.
+
+Unsubscribe links carry a token signed with ``django.core.signing`` (the site's secret
+key, salt ``deviations.alerts.unsubscribe``) holding (email, target, pattern); it needs no
+login and does not expire. Digest subscribers get their alerts queued and sent together
+by ``send_digests`` (the ``send-alert-digests`` beat entry, daily).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core import signing
+from django.core.exceptions import ValidationError
+from django.core.mail import EmailMessage, get_connection
+from django.core.validators import validate_email
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from deviations.alerts.models import SentAlert, Subscription
+from deviations.core.errors import UserError
+from deviations.traces.models import Series
+
+log = logging.getLogger(__name__)
+
+_SALT = "deviations.alerts.unsubscribe"
+ALL = "*"
+_SUBJECT_CHARS = 150
+
+
+def normalise_email(email: str) -> str:
+    return email.strip().lower()
+
+
+def site_url(path: str) -> str:
+    return settings.DEVIATIONS_SITE_URL.rstrip("/") + path
+
+
+# --- Subscriptions and tokens ---------------------------------------------------------
+
+
+def subscribe(
+    email: str, pattern: str, *, target: str = Subscription.HISTOGRAM, digest: bool = False,
+    user: Any = None,
+) -> Subscription:
+    """Create or re-activate a subscription (a later subscribe undoes an unsubscribe)."""
+    sub, _ = Subscription.objects.update_or_create(
+        email=normalise_email(email), target=target, pattern=pattern.strip(),
+        defaults={"active": True, "digest": digest,
+                  "user": user if getattr(user, "is_authenticated", False) else None},
+    )
+    return sub
+
+
+def validated_subscribe(
+    email: str, pattern: str, target: str, digest: bool, user: Any
+) -> Subscription:
+    """Subscribe after checking the address, the target and (for series) the name."""
+    try:
+        validate_email(email.strip())
+    except ValidationError as exc:
+        raise UserError(f"{email!r} is not an email address") from exc
+    pattern = pattern.strip()
+    if not pattern or len(pattern) > 1000:
+        raise UserError("the pattern must be 1 to 1,000 characters")
+    if target == Subscription.SERIES:
+        if not _series_exists(pattern):
+            raise UserError(f"no series named {pattern!r}")
+    elif target != Subscription.HISTOGRAM:
+        raise UserError("target must be 'histogram' or 'series'")
+    return subscribe(email, pattern, target=target, digest=digest, user=user)
+
+
+def _series_exists(name: str) -> bool:
+    return Series.objects.filter(name=name).exists()
+
+
+def unsubscribe_token(email: str, target: str, pattern: str) -> str:
+    return signing.dumps([normalise_email(email), target, pattern], salt=_SALT, compress=True)
+
+
+def read_token(token: str) -> tuple[str, str, str]:
+    """(email, target, pattern) of a token; ``signing.BadSignature`` if forged or damaged."""
+    value = signing.loads(token, salt=_SALT)
+    if (
+        not isinstance(value, list) or len(value) != 3
+        or not all(isinstance(v, str) for v in value)
+    ):
+        raise signing.BadSignature("not an unsubscribe token")
+    return value[0], value[1], value[2]
+
+
+def unsubscribe(token: str) -> tuple[str, str, str]:
+    """Apply an unsubscribe token: the subscription (or the owner's mail of that probe, or
+    everything with pattern ``*``) stops. Idempotent."""
+    email, target, pattern = read_token(token)
+    if pattern == ALL:
+        Subscription.objects.filter(email=email, target=target).update(active=False)
+    Subscription.objects.update_or_create(
+        email=email, target=target, pattern=pattern, defaults={"active": False}
+    )
+    return email, target, pattern
+
+
+def unsubscribe_url(email: str, target: str, pattern: str) -> str:
+    token = unsubscribe_token(email, target, pattern)
+    return site_url(reverse("histograms:unsubscribe", args=[token]))
+
+
+@dataclass(frozen=True)
+class Recipient:
+    email: str
+    digest: bool
+    pattern: str  # what they are told through: their pattern, or the probe's name (owner)
+    why: str
+
+
+# --- Claim, send ----------------------------------------------------------------------
+
+
+def claim(subject: str, email: str, status: str, **fields: Any) -> SentAlert | None:
+    """The SentAlert row if this call created it, None if it existed (already handled)."""
+    try:
+        with transaction.atomic():
+            return SentAlert.objects.create(subject=subject, email=email, status=status, **fields)
+    except IntegrityError:
+        return None
+
+
+def send(alert: SentAlert, subject: str, body: str, unsubscribe: str) -> None:
+    message = EmailMessage(
+        subject=subject[:_SUBJECT_CHARS],
+        body=body + f"\n\nUnsubscribe: {unsubscribe}\n",
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[alert.email],
+        headers={
+            "List-Unsubscribe": f"<{unsubscribe}>",
+            "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+            "Auto-Submitted": "auto-generated",
+        },
+        connection=get_connection(),
+    )
+    try:
+        message.send()
+    except Exception:
+        # Not sent: release the claim so that the task's retry can send it.
+        SentAlert.objects.filter(pk=alert.pk, status=SentAlert.SENDING).delete()
+        raise
+    SentAlert.objects.filter(pk=alert.pk).update(status=SentAlert.SENT, sent_at=timezone.now())
+
+
+# --- Daily digest ---------------------------------------------------------------------
+
+
+def send_digests() -> int:
+    """One email per address with every alert queued for it; returns emails sent."""
+    sent = 0
+    emails = (
+        SentAlert.objects.filter(status=SentAlert.QUEUED)
+        .values_list("email", flat=True).distinct().order_by("email")
+    )
+    for email in list(emails):
+        # Claim this address's queued rows with one conditional UPDATE, marked by the
+        # instant, so a concurrent digest run cannot take the same rows.
+        stamp = timezone.now()
+        SentAlert.objects.filter(email=email, status=SentAlert.QUEUED).update(
+            status=SentAlert.SENDING, sent_at=stamp
+        )
+        claimed = list(
+            SentAlert.objects.filter(email=email, status=SentAlert.SENDING, sent_at=stamp)
+            .order_by("created", "pk")
+        )
+        if not claimed:
+            continue
+        lines = "\n".join(f"- {a.summary}\n  {a.url}" for a in claimed)
+        message = EmailMessage(
+            subject=f"[deviations] daily digest: {len(claimed)} alert(s)",
+            body=(
+                f"{lines}\n\nUnsubscribe from all histogram alerts: "
+                f"{unsubscribe_url(email, Subscription.HISTOGRAM, ALL)}\n"
+                f"Unsubscribe from all series alerts: "
+                f"{unsubscribe_url(email, Subscription.SERIES, ALL)}\n"
+            ),
+            from_email=settings.DEFAULT_FROM_EMAIL,
+            to=[email],
+            headers={"Auto-Submitted": "auto-generated"},
+        )
+        ids = [a.pk for a in claimed]
+        try:
+            message.send()
+        except Exception:
+            SentAlert.objects.filter(pk__in=ids).update(status=SentAlert.QUEUED, sent_at=None)
+            raise
+        SentAlert.objects.filter(pk__in=ids).update(status=SentAlert.SENT)
+        sent += 1
+    return sent

@@ -1,0 +1,32 @@
+"""Arrays stored as bytes, and the digest that names untrusted text in unique keys.
+
+Per-run times and histogram snapshots are written once and always read whole, so they are
+stored as packed little-endian arrays in binary columns (docs/architecture.md, "Storage of
+per-run times"). Names (functions, probes) can be arbitrarily long text, which a b-tree
+index cannot hold: their uniqueness is enforced on a SHA-1 of their UTF-8 bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+
+FLOAT = np.dtype("<f8")
+INT = np.dtype("<i8")
+
+
+def pack(values: Any, dtype: np.dtype[Any] = FLOAT) -> bytes:
+    """``values`` as contiguous little-endian bytes of ``dtype``."""
+    return np.ascontiguousarray(values, dtype=dtype).tobytes()
+
+
+def unpack(data: Any, dtype: np.dtype[Any] = FLOAT) -> np.ndarray:
+    """A read-only array view of bytes written by ``pack`` with the same ``dtype``."""
+    return np.frombuffer(bytes(data), dtype=dtype)
+
+
+def name_digest(name: str) -> str:
+    """SHA-1 (hex) of the name's UTF-8 bytes; lone surrogates are kept, not refused."""
+    return hashlib.sha1(name.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()

@@ -1,0 +1,57 @@
+"""Release names: validation and the sort key that orders a series.
+
+A series is ordered by its releases' versions compared the way people read them: runs of
+digits compare as numbers, so ``56.0.2909.0 < 56.0.2910.0 < 57.0.2925.0`` and Mozilla
+build ids ``20140520030202 < 20140521030202``. An explicit ``order`` number replaces the
+version in that comparison when the names do not sort (deploy hashes, codenames).
+"""
+
+import re
+
+from deviations.core.errors import UserError
+
+VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+~-]{0,99}$")
+SERIES_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+# Digit runs are left-padded to this width; 30 digits outnumber any build id or version part.
+_DIGITS = 30
+_TOKEN = re.compile(r"(\d+)")
+
+
+def check_version(version: str) -> str:
+    """``version`` if it can name a release, else ``UserError`` saying why."""
+    if not VERSION_RE.match(version):
+        raise UserError(
+            f"release version {version!r} is not valid: 1 to 100 characters, letters, digits "
+            "and . _ + ~ -, starting with a letter or digit"
+        )
+    return version
+
+
+def check_series_name(name: str) -> str:
+    """``name`` if it can name a series, else ``UserError`` saying why."""
+    if not SERIES_NAME_RE.match(name):
+        raise UserError(
+            f"series name {name!r} is not valid: 1 to 100 characters, letters, digits and "
+            ". _ -, starting with a letter or digit"
+        )
+    return name
+
+
+def sort_key(version: str, order: int | None = None) -> str:
+    """A string whose plain (byte-wise) order is the natural order of versions.
+
+    ``order`` (a non-negative integer), when given, sorts in place of the version.
+    Digit runs are zero-padded to a fixed width, so comparing the strings compares the
+    numbers; the separators between them compare as characters.
+    """
+    text = str(order) if order is not None else version
+    if order is not None and order < 0:
+        raise ValueError(f"release order must be >= 0, got {order}")
+    parts = _TOKEN.split(text)
+    for i in range(1, len(parts), 2):
+        digits = parts[i].lstrip("0") or "0"
+        if len(digits) > _DIGITS:
+            raise ValueError(f"{text!r} has a number longer than {_DIGITS} digits")
+        parts[i] = digits.rjust(_DIGITS, "0")
+    return "".join(parts)

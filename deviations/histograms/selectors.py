@@ -1,0 +1,65 @@
+"""Reads for the histogram pages and API: probes, the changes feed, a probe's histograms."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, F, Max, Q, QuerySet
+
+from deviations.core.packing import name_digest, unpack
+from deviations.histograms.models import HistogramChange, HistogramSnapshot, Probe
+
+
+def probe_names(ids: list[int]) -> list[str]:
+    return list(Probe.objects.filter(pk__in=ids).order_by("name").values_list("name", flat=True))
+
+
+def probes_with_changes(search: str = "") -> QuerySet[Probe]:
+    """Probes with their number of builds and changes, those with recent changes first."""
+    probes = Probe.objects.annotate(
+        n_builds=Count("snapshots", distinct=True),
+        n_changes=Count("changes", distinct=True),
+        n_new=Count("changes", filter=Q(changes__state=HistogramChange.NEW), distinct=True),
+        last_change=Max("changes__detected_at"),
+    )
+    if search:
+        probes = probes.filter(name__icontains=search)
+    return probes.order_by(F("last_change").desc(nulls_last=True), "name")
+
+
+def changes_feed(probe: str | None = None, state: str | None = None) -> QuerySet[HistogramChange]:
+    changes = HistogramChange.objects.select_related("probe", "state_by")
+    if probe:
+        changes = changes.filter(probe__name_sha1=name_digest(probe))
+    if state:
+        changes = changes.filter(state=state)
+    return changes.order_by("-detected_at", "-pk")
+
+
+def change_out(c: HistogramChange) -> dict[str, Any]:
+    return {
+        "id": c.pk, "probe": c.probe.name, "build_id": c.build_id,
+        "previous_build_id": c.previous_build_id, "distance": c.distance, "cutoff": c.cutoff,
+        "kind": c.kind, "rule": c.rule, "state": c.state,
+        "state_by": c.state_by.get_username() if c.state_by else None,
+        "state_at": c.state_at.isoformat() if c.state_at else None,
+        "detected_at": c.detected_at.isoformat(), "page_url": c.get_absolute_url(),
+    }
+
+
+def snapshots(probe: Probe) -> list[HistogramSnapshot]:
+    return list(probe.snapshots.order_by("sort_key", "pk"))
+
+
+def probe_histograms(probe: Probe, builds: list[str]) -> tuple[list[str], Any, list[list[float]]]:
+    """(build ids, edges, normalised histograms) of these builds (the scanned series, all
+    on one layout), in build order."""
+    rows = probe.snapshots.filter(build_id__in=builds).order_by("sort_key", "pk")
+    ids, shares, edges = [], [], None
+    for build_id, e, counts in rows.values_list("build_id", "edges", "counts"):
+        c = unpack(counts)
+        total = float(c.sum())
+        ids.append(build_id)
+        shares.append([round(float(v) / total, 6) if total > 0 else 0.0 for v in c])
+        edges = unpack(e)
+    return ids, edges, shares

@@ -1,0 +1,18 @@
+"""Histogram pages, included at /histograms/ (namespace ``histograms``)."""
+
+from django.urls import path
+
+from deviations.alerts import views as alert_views
+from deviations.histograms import views
+
+app_name = "histograms"
+
+urlpatterns = [
+    path("", views.probe_list, name="list"),
+    path("probes/<int:probe_id>/", views.probe_detail, name="probe"),
+    path("changes/", views.changes_feed, name="changes"),
+    path("changes/<int:change_id>/state/", views.set_state, name="set_state"),
+    path("subscriptions/", alert_views.subscriptions, name="subscriptions"),
+    path("unsubscribe/<str:token>/", alert_views.unsubscribe, name="unsubscribe"),
+    path("upload/", views.upload, name="upload"),
+]

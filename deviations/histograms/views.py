@@ -1,0 +1,103 @@
+"""Histogram pages: probe list, probe chart with overlay, changes feed with triage, upload.
+HTTP only: parse, call a selector or service, render."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from deviations.core.errors import TooLargeError, UserError
+from deviations.core.text import plotly_text
+from deviations.histograms import charts, selectors, services
+from deviations.histograms.models import HistogramChange, Probe
+from ingest.services import (
+    HistogramError,
+    check_upload_size,
+    queue_detection,
+    store_histogram_file,
+)
+
+_PAGE = 200
+
+
+def probe_list(request: HttpRequest) -> HttpResponse:
+    search = request.GET.get("q", "").strip()
+    probes = selectors.probes_with_changes(search)[:_PAGE]
+    recent = selectors.changes_feed()[:10]
+    return render(request, "histograms/probe_list.html",
+                  {"probes": probes, "recent": recent, "q": search, "limit": _PAGE})
+
+
+def probe_detail(request: HttpRequest, probe_id: int) -> HttpResponse:
+    probe = get_object_or_404(Probe, pk=probe_id)
+    changes = list(probe.changes.select_related("state_by").order_by("sort_key"))
+    scan = probe.scan or {"builds": [], "distance": [], "cutoff": [], "reason": []}
+    figure = charts.distance_figure(
+        probe.name, scan, [(c.build_id, c.distance, c.get_kind_display()) for c in changes]
+    )
+    builds, edges, shares = selectors.probe_histograms(probe, scan["builds"])
+    histograms = {
+        "builds": builds,
+        "labels": charts.bucket_labels(edges) if edges is not None else [],
+        "shares": shares,
+        "title": plotly_text(probe.name),
+    }
+    chosen = request.GET.get("build")
+    if chosen not in builds:
+        chosen = changes[-1].build_id if changes else (builds[-1] if builds else None)
+    return render(request, "histograms/probe_detail.html", {
+        "probe": probe, "changes": changes, "figure": figure, "histograms": histograms,
+        "chosen": chosen, "states": HistogramChange.STATES, "scan": scan,
+    })
+
+
+def changes_feed(request: HttpRequest) -> HttpResponse:
+    state = request.GET.get("state") or None
+    if state not in services.STATES:
+        state = None
+    changes = selectors.changes_feed(state=state)[:_PAGE]
+    return render(request, "histograms/changes.html", {
+        "changes": changes, "state": state, "states": HistogramChange.STATES,
+    })
+
+
+@login_required
+@require_POST
+def set_state(request: HttpRequest, change_id: int) -> HttpResponse:
+    change = get_object_or_404(HistogramChange, pk=change_id)
+    try:
+        services.set_state(change, request.POST.get("state", ""), request.user)
+    except UserError as exc:
+        return HttpResponse(exc.message, status=exc.status, content_type="text/plain")
+    target = request.POST.get("next", "")
+    if not target.startswith("/") or target.startswith("//"):
+        target = reverse("histograms:changes")
+    return redirect(target)
+
+
+@login_required
+def upload(request: HttpRequest) -> HttpResponse:
+    results: list[tuple[bool, str]] = []
+    if request.method == "POST":
+        try:
+            check_upload_size(request)
+        except TooLargeError as exc:
+            results.append((False, exc.message))
+        files = request.FILES.getlist("files")
+        if not files and not results:
+            results.append((False, "choose at least one file"))
+        probe_ids: set[int] = set()
+        for f in files if not results else []:
+            try:
+                stored = store_histogram_file(f, display_name=f.name, user=request.user)
+            except HistogramError as exc:
+                results.append((False, f"FAILED {exc}"))
+            else:
+                results.append((True, stored.line()))
+                probe_ids.update(stored.probe_ids)
+        if probe_ids:
+            queue_detection(sorted(probe_ids))
+    return render(request, "histograms/upload.html", {"results": results})

@@ -1,0 +1,135 @@
+"""REST API of trace series, mounted at /api: upload a trace as a run, read runs, series and
+releases. Writes need an API token (``Authorization: Bearer <token>``)."""
+
+import uuid
+from typing import Any
+
+from django.db.models import Count
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from ninja import File, Form, Router, Schema, Status
+from ninja.files import UploadedFile
+
+from deviations.core.api import ErrorOut, TokenAuth
+from deviations.core.errors import UserError
+from deviations.traces import selectors
+from deviations.traces.models import Run, Series
+from ingest.services import ThreadOptions, check_upload_size, submit_uploads
+
+router = Router(tags=["traces"])
+
+
+class RunOut(Schema):
+    run: int
+    series: str
+    release: str
+    file_name: str
+    sha256: str
+    size_bytes: int
+    status: str
+    error: str
+    summary: dict[str, Any] | None
+    status_url: str
+    page_url: str
+    duplicate: bool = False
+
+
+class ReleaseOut(Schema):
+    version: str
+    order: int | None
+    runs_done: int
+    runs_failed: int
+    runs_pending: int
+
+
+class SeriesOut(Schema):
+    name: str
+    description: str
+    releases: int
+
+
+def run_out(run: Run, duplicate: bool = False) -> dict[str, Any]:
+    return {
+        "run": run.pk,
+        "series": run.series.name,
+        "release": run.release.version,
+        "file_name": run.file_name,
+        "sha256": run.sha256,
+        "size_bytes": run.size_bytes,
+        "status": run.status,
+        "error": run.error,
+        "summary": run.summary,
+        "status_url": f"/api/runs/{run.pk}",
+        "page_url": run.get_absolute_url(),
+        "duplicate": duplicate,
+    }
+
+
+@router.post(
+    "/series/{name}/releases/{version}/runs",
+    auth=TokenAuth(),
+    response={201: RunOut, 200: RunOut, 400: ErrorOut, 413: ErrorOut},
+    summary="Upload one trace file as a run of a release",
+)
+def upload_run(
+    request: HttpRequest,
+    name: str,
+    version: str,
+    file: File[UploadedFile | None] = None,
+    thread_name: Form[str] = "CrRendererMain",
+    process_name: Form[str] = "Renderer",
+    all_threads: Form[bool] = False,
+    order: Form[int | None] = None,
+) -> Status[dict[str, Any]]:
+    """The series and release are created if new. 201: a new run (its status may already be
+    `done` or `failed` when tasks run in-process); 200: the same bytes were already a run of
+    this series (`duplicate: true`, nothing stored twice); poll `status_url` until the status
+    is `done` or `failed`."""
+    check_upload_size(request)
+    if file is None:
+        raise UserError("no file: send the trace as the multipart field 'file'")
+    _, registered = submit_uploads(
+        name,
+        version,
+        [(file.name or "upload", file)],
+        ThreadOptions(thread_name, process_name, all_threads),
+        order=order,
+        user=request.auth,
+    )
+    entry = registered[0]
+    entry.run.refresh_from_db()
+    return Status(200 if entry.duplicate else 201, run_out(entry.run, entry.duplicate))
+
+
+@router.get("/runs/{run_id}", response=RunOut, summary="A run's status and parse summary")
+def get_run(request: HttpRequest, run_id: int) -> dict[str, Any]:
+    run = get_object_or_404(Run.objects.select_related("series", "release"), pk=run_id)
+    return run_out(run)
+
+
+@router.get("/series", response=list[SeriesOut], summary="All series")
+def list_series(request: HttpRequest) -> list[dict[str, Any]]:
+    return [
+        {"name": s.name, "description": s.description, "releases": s.n}
+        for s in Series.objects.annotate(n=Count("releases"))
+    ]
+
+
+@router.get(
+    "/series/{name}/releases",
+    response=list[ReleaseOut],
+    summary="A series' releases in order, with run counts",
+)
+def list_releases(request: HttpRequest, name: str) -> list[Any]:
+    series = get_object_or_404(Series, name=name)
+    return selectors.releases_with_counts(series)
+
+
+@router.get(
+    "/uploads/{batch}",
+    response=list[RunOut],
+    summary="The runs of one upload (the files sent together from the upload page)",
+)
+def get_upload(request: HttpRequest, batch: uuid.UUID) -> list[dict[str, Any]]:
+    runs = Run.objects.filter(upload_batch=batch).select_related("series", "release")
+    return [run_out(r) for r in runs.order_by("id")]

@@ -1,0 +1,505 @@
+"""Plotly figure builders: the deviation matrix and confidence-interval charts (seed 003 §V).
+
+Every builder is a pure function returning a plain ``{"data": [...], "layout": {...}}``
+dict that ``json.dumps(..., allow_nan=False)`` accepts (numpy converted to lists, NaN
+to ``None``), ready for ``Plotly.newPlot(div, fig.data, fig.layout)``. No Django, no
+HTTP, no database.
+
+Conventions shared by the builders:
+
+- Times come in microseconds (as stored) and are shown in ``unit`` (default ms),
+  rounded to :data:`SIG_DIGITS` significant digits, which also keeps payloads small.
+- Every string that may come from an upload (function names, release versions,
+  labels, titles) goes through :func:`plotly_text` before it reaches the figure,
+  and hover templates only hold constant text plus ``%{...}`` references: Plotly
+  renders a subset of HTML in hover labels, tick labels and titles.
+- Colours are the Okabe–Ito colour-blind-safe pair: vermillion for regressions
+  (slower), blue for improvements (faster); shapes repeat the information
+  (triangle up / down), so the chart still reads in grey scale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final, Literal, Protocol
+from urllib.parse import urlsplit
+
+import numpy as np
+import numpy.typing as npt
+
+from deviations.core.text import plotly_text
+from deviations.stats.compare import (
+    IMPROVEMENT,
+    NONSIGNIFICANT_OVERLAP,
+    REGRESSION,
+    SIGNIFICANT_OVERLAP,
+    ComparisonMatrix,
+)
+
+__all__ = ["MATRIX_CUSTOMDATA", "ci_narrowing", "deviation_matrix",
+           "deviation_matrix_from_result", "function_cis", "function_cis_from_result",
+           "marker_size", "plotly_text"]
+
+Figure = dict[str, Any]
+Unit = Literal["us", "ms", "s"]
+
+US_PER_UNIT: Final = {"us": 1.0, "ms": 1e3, "s": 1e6}
+UNIT_LABEL: Final = {"us": "µs", "ms": "ms", "s": "s"}
+SIG_DIGITS: Final = 4
+"""Significant digits sent to the browser: run-to-run noise is far above 0.01%."""
+
+REGRESSION_COLOR: Final = "#D55E00"  # Okabe–Ito vermillion
+IMPROVEMENT_COLOR: Final = "#0072B2"  # Okabe–Ito blue
+SIGNIFICANT_COLOR: Final = "#7F7F7F"
+NONSIGNIFICANT_COLOR: Final = "#D0D0D0"
+DIGRESSION_COLOR: Final = "#000000"
+MEDIAN_COLOR: Final = "#333333"
+MEAN_COLOR: Final = "#A0A0A0"
+
+SIZE_MIN: Final = 7.0
+SIZE_MAX: Final = 22.0
+GAP_FOR_MAX: Final = 1.0
+"""Relative gap ``|gap| / estimate(a)`` that gets the largest triangle (a doubling)."""
+
+MATRIX_CUSTOMDATA: Final = ("url", "release_a", "estimate_a", "lo_a", "hi_a", "estimate_b",
+                             "lo_b", "hi_b", "diff", "diff_lo", "diff_hi", "gap", "note")
+"""Columns of ``customdata`` of every matrix point (``note``: deviation traces only)."""
+
+
+class _Intervals(Protocol):
+    estimate: npt.ArrayLike
+    lo: npt.ArrayLike
+    hi: npt.ArrayLike
+
+
+def _texts(items: Sequence[object]) -> list[str]:
+    return [plotly_text(s) for s in items]
+
+
+def _round_sig(a: npt.ArrayLike, digits: int = SIG_DIGITS) -> npt.NDArray[np.float64]:
+    """Round to ``digits`` significant digits so that ``repr`` is the short decimal.
+
+    Dividing the rounded integer by an exact power of ten (or multiplying by one)
+    is correctly rounded, so the result prints as at most ``digits`` digits.
+    """
+    x = np.array(a, dtype=np.float64)
+    ok = np.isfinite(x) & (x != 0)
+    v = x[ok]
+    exp = np.clip(digits - 1 - np.floor(np.log10(np.abs(v))), -22, 22)
+    scale = 10.0 ** np.abs(exp)
+    x[ok] = np.where(exp >= 0, np.rint(v * scale) / scale, np.rint(v / scale) * scale)
+    return x
+
+
+def _json(a: npt.ArrayLike, per: float = 1.0) -> list[Any]:
+    """Rounded values in the display unit as a list, NaN and infinities as ``None``."""
+    x = _round_sig(np.asarray(a, dtype=np.float64) / per)
+    out = x.astype(object)
+    out[~np.isfinite(x)] = None
+    return list(out.tolist())
+
+
+def _check_url(url: str) -> str:
+    # The page navigates to it on click: no javascript: or data: URLs.
+    if urlsplit(url).scheme not in ("", "http", "https"):
+        raise ValueError(f"function URL must be relative or http(s): {url!r}")
+    return url
+
+
+def _shape(name: str, a: npt.ArrayLike, shape: tuple[int, ...], dtype: Any = np.float64) -> Any:
+    x = np.asarray(a, dtype=dtype)
+    if x.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {x.shape}")
+    return x
+
+
+def marker_size(gap: npt.ArrayLike, estimate: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Triangle diameter (px) of a deviation: area linear in the relative gap.
+
+    ``r = min(|gap| / estimate(a), GAP_FOR_MAX) / GAP_FOR_MAX`` and
+    ``size = sqrt(SIZE_MIN² + (SIZE_MAX² - SIZE_MIN²) r)``: a zero gap (possible under
+    the recommended rule) gets ``SIZE_MIN``, a doubling or more ``SIZE_MAX``, and the
+    marker's area grows in proportion to the gap in between (Plotly sizes are
+    diameters). NaN or non-positive estimates get ``SIZE_MIN``.
+    """
+    g = np.abs(np.asarray(gap, dtype=np.float64))
+    e = np.asarray(estimate, dtype=np.float64)
+    rel = np.divide(g, e, out=np.zeros(np.broadcast(g, e).shape), where=(e > 0) & np.isfinite(g))
+    r = np.clip(rel, 0.0, GAP_FOR_MAX) / GAP_FOR_MAX
+    size: npt.NDArray[np.float64] = np.sqrt(SIZE_MIN**2 + (SIZE_MAX**2 - SIZE_MIN**2) * r)
+    return np.round(size, 1)
+
+
+_HOVER_MATRIX = (
+    "<b>%{y}</b><br>%{customdata[1]} → %{x}<br>"
+    "before: %{customdata[2]:.4~g} [%{customdata[3]:.4~g}, %{customdata[4]:.4~g}] UNIT<br>"
+    "after: %{customdata[5]:.4~g} [%{customdata[6]:.4~g}, %{customdata[7]:.4~g}] UNIT<br>"
+    "diff: %{customdata[8]:+.4~g} [%{customdata[9]:+.4~g}, %{customdata[10]:+.4~g}] UNIT<br>"
+    "gap: %{customdata[11]:+.4~g} UNIT<br>"
+)
+
+# code -> (trace name, symbol, colour); order is the legend order.
+_KINDS: Final = (
+    (REGRESSION, "regression", "triangle-up", REGRESSION_COLOR),
+    (IMPROVEMENT, "improvement", "triangle-down", IMPROVEMENT_COLOR),
+    (SIGNIFICANT_OVERLAP, "significant overlap", "circle", SIGNIFICANT_COLOR),
+    (NONSIGNIFICANT_OVERLAP, "non-significant overlap", "square", NONSIGNIFICANT_COLOR),
+)
+_OVERLAP_SIZE: Final = {SIGNIFICANT_OVERLAP: 5, NONSIGNIFICANT_OVERLAP: 4}
+ROW_PX: Final = 20
+MAX_HEIGHT_PX: Final = 8_000
+AUTO_MAX_SQUARES: Final = 3_000
+"""Most non-significant squares ``show="auto"`` draws.
+
+They are most cells of a large matrix and most of its payload (~200 bytes each), and the
+page draws far faster without them; a page of 100 functions × 100 releases has ~9,000."""
+SVG_MAX_POINTS: Final = 5_000
+"""Up to this many points the matrix is drawn as SVG (``scatter``), beyond it with WebGL
+(``scattergl``). Measured in headless Chromium without a GPU (software GL): a WebGL plot
+costs ~1.5 s before its first point (1 point: 1.5 s), an SVG plot of 1,000 points 0.3 s,
+of 10,500 points 2.1 s, the same 10,500 with WebGL 1.5 s."""
+
+
+def deviation_matrix(
+    functions: Sequence[str], releases: Sequence[str], verdict: npt.ArrayLike,
+    gap: npt.ArrayLike, diff: npt.ArrayLike, diff_lo: npt.ArrayLike, diff_hi: npt.ArrayLike,
+    estimate: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike, digression: npt.ArrayLike,
+    function_urls: Sequence[str] | None = None, *, title: str = "Deviation matrix",
+    show: Literal["auto", "all", "deviations"] = "auto", unit: Unit = "ms",
+) -> Figure:
+    """The deviation matrix of seed 003, Figure 9: functions × consecutive release pairs.
+
+    Parameters
+    ----------
+    functions, releases : sequences of str, lengths F and R
+    verdict : int8 array (F, R-1)
+        Codes of :mod:`deviations.stats.compare`; ``-1`` cells are left out.
+    gap, diff, diff_lo, diff_hi : float arrays (F, R-1), microseconds
+    estimate, lo, hi : float arrays (F, R), microseconds
+        Per-release intervals of the estimator the verdicts used.
+    digression : bool array (F, R-1)
+        Pairs that start a digression.
+    function_urls : sequence of str, length F, optional
+        Relative or http(s) URL of each function's page, carried in ``customdata[0]``
+        of each of its points (``None`` when not given) for a click handler.
+    show : {"auto", "all", "deviations"}
+        ``"deviations"`` leaves out the non-significant overlaps (most cells of a large
+        matrix and most of the payload; a subtitle says so). ``"auto"`` does so only
+        above :data:`AUTO_MAX_SQUARES` of them.
+
+    Notes
+    -----
+    Encoding: x is the pair's later release (category axis in release order), y the
+    function (category axis, first function on top). One ``scatter`` trace (``scattergl``
+    above :data:`SVG_MAX_POINTS` points) per
+    kind, only cells that have that verdict: regression ``triangle-up`` (vermillion),
+    improvement ``triangle-down`` (blue), both sized by :func:`marker_size`;
+    significant overlap a small grey ``circle``, non-significant overlap a smaller
+    light grey ``square``. A last trace, "digression starts", draws a black ring
+    around deviations that start a digression (and their hover says so). Hover
+    shows the function, "a → b", both estimates with their CIs, the difference
+    with its CI, the gap and the verdict, from ``customdata`` (columns in
+    :data:`MATRIX_CUSTOMDATA`, numbers in ``unit``).
+    """
+    n_f, n_r = len(functions), len(releases)
+    if n_r < 2:
+        raise ValueError("need at least two releases")
+    if show not in ("auto", "all", "deviations"):
+        raise ValueError(f"show must be 'auto', 'all' or 'deviations', got {show!r}")
+    pairs = (n_f, n_r - 1)
+    v = _shape("verdict", verdict, pairs, np.int8)
+    if show == "auto":
+        many = np.count_nonzero(v == NONSIGNIFICANT_OVERLAP) > AUTO_MAX_SQUARES
+        show = "deviations" if many else "all"
+    shown = np.count_nonzero(v >= 0) - (
+        np.count_nonzero(v == NONSIGNIFICANT_OVERLAP) if show == "deviations" else 0
+    )
+    kind = "scatter" if shown <= SVG_MAX_POINTS else "scattergl"
+    dig = _shape("digression", digression, pairs, np.bool_)
+    g, d, dlo, dhi = (_shape(n, a, pairs) for n, a in
+                      (("gap", gap), ("diff", diff), ("diff_lo", diff_lo), ("diff_hi", diff_hi)))
+    est, elo, ehi = (_shape(n, a, (n_f, n_r)) for n, a in
+                     (("estimate", estimate), ("lo", lo), ("hi", hi)))
+    if function_urls is not None and len(function_urls) != n_f:
+        raise ValueError(f"function_urls must have {n_f} entries, got {len(function_urls)}")
+    urls = [None] * n_f if function_urls is None else [_check_url(u) for u in function_urls]
+    fnames, rnames = _texts(functions), _texts(releases)
+    per = US_PER_UNIT[unit]
+    hover = _HOVER_MATRIX.replace("UNIT", UNIT_LABEL[unit])
+
+    data: list[dict[str, Any]] = []
+    rings_x: list[str] = []
+    rings_y: list[str] = []
+    rings_size: list[float] = []
+    for code, name, symbol, color in _KINDS:
+        if show == "deviations" and code == NONSIGNIFICANT_OVERLAP:
+            continue
+        fi, pi = np.nonzero(v == code)
+        cols = [_json(a[fi, pi], per) for a in (est, elo, ehi)]
+        cols += [_json(a[fi, pi + 1], per) for a in (est, elo, ehi)]
+        cols += [_json(a[fi, pi], per) for a in (d, dlo, dhi, g)]
+        x = [rnames[p + 1] for p in pi.tolist()]
+        y = [fnames[f] for f in fi.tolist()]
+        lead = [[urls[f], rnames[p]] for f, p in zip(fi.tolist(), pi.tolist(), strict=True)]
+        custom = [a + list(b) for a, b in zip(lead, zip(*cols, strict=True), strict=True)]
+        marker: dict[str, Any] = {"symbol": symbol, "color": color}
+        template = hover + f"<b>{name}</b>"
+        if code in (REGRESSION, IMPROVEMENT):
+            sizes = marker_size(g[fi, pi], est[fi, pi])
+            marker["size"] = sizes.tolist()
+            starts = dig[fi, pi]
+            for c, s in zip(custom, starts.tolist(), strict=True):
+                c.append(" · starts a digression (comes back later)" if s else "")
+            template += "%{customdata[12]}"
+            rings_x += [x[i] for i in np.flatnonzero(starts)]
+            rings_y += [y[i] for i in np.flatnonzero(starts)]
+            rings_size += (sizes[starts] + 6).tolist()
+        else:
+            marker["size"] = _OVERLAP_SIZE[code]
+        data.append({
+            "type": kind, "mode": "markers", "name": name, "x": x, "y": y,
+            "customdata": custom, "hovertemplate": template + "<extra></extra>",
+            "marker": marker,
+        })
+    data.append({
+        "type": kind, "mode": "markers", "name": "digression starts",
+        "x": rings_x, "y": rings_y, "hoverinfo": "skip",
+        "marker": {"symbol": "circle-open", "color": DIGRESSION_COLOR, "size": rings_size,
+                   "line": {"width": 1.5}},
+    })
+    text = plotly_text(title)
+    if show == "deviations":
+        text += " (non-significant overlaps not shown)"
+    layout = {
+        "title": {"text": text},
+        "xaxis": {"type": "category", "categoryorder": "array", "categoryarray": rnames[1:],
+                  "title": {"text": "release (compared with the one before)"},
+                  "tickangle": -45, "automargin": True, "showgrid": False},
+        # Every row labelled (Plotly thins category ticks otherwise): the page shows a
+        # page of functions at a time, 20 px a row.
+        "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": fnames,
+                  "tickmode": "array", "tickvals": fnames, "autorange": "reversed",
+                  "automargin": True, "showgrid": False},
+        "hovermode": "closest",
+        "height": int(np.clip(200 + ROW_PX * n_f, 360, MAX_HEIGHT_PX)),
+        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
+        "plot_bgcolor": "#FFFFFF",
+    }
+    return {"data": data, "layout": layout}
+
+
+def deviation_matrix_from_result(
+    result: ComparisonMatrix, functions: Sequence[str], releases: Sequence[str],
+    function_urls: Sequence[str] | None = None, **kwargs: Any,
+) -> Figure:
+    """:func:`deviation_matrix` of a :func:`~deviations.stats.compare.compare_matrix` result.
+
+    Uses the per-release intervals of the estimator the verdicts were computed with.
+    """
+    chosen = result.median if result.estimator == "median" else result.mean
+    return deviation_matrix(
+        functions, releases, result.verdict, result.gap, result.diff, result.diff_lo,
+        result.diff_hi, chosen.estimate, chosen.lo, chosen.hi, result.digression,
+        function_urls, **kwargs,
+    )
+
+
+def _eli(name: str, iv: _Intervals | Sequence[npt.ArrayLike], n: int) -> list[Any]:
+    """``[estimate, lo, hi]`` of an interval-like object or a 3-sequence, each shape ``(n,)``."""
+    parts = (iv.estimate, iv.lo, iv.hi) if hasattr(iv, "estimate") else tuple(iv)  # type: ignore[union-attr]
+    if len(parts) != 3:
+        raise ValueError(f"{name} must be (estimate, lo, hi)")
+    return [_shape(f"{name} {k}", p, (n,)) for k, p in zip(("est", "lo", "hi"), parts, strict=True)]
+
+
+def _error_bar_trace(
+    name: str, x: Any, eli: list[Any], per: float, color: str, **extra: Any
+) -> dict[str, Any]:
+    est, lo, hi = (np.asarray(_json(a, per), dtype=np.float64) for a in eli)
+    return {
+        "type": "scatter", "name": name, "x": x, "y": _json(est),
+        "error_y": {"type": "data", "symmetric": False, "array": _json(hi - est),
+                    "arrayminus": _json(est - lo), "color": color, "thickness": 1.5, "width": 4},
+        "marker": {"color": color, "size": 7}, **extra,
+    }
+
+
+def _release_axis(rnames: list[str], max_labels: int = 40) -> dict[str, Any]:
+    step = max(1, -(-len(rnames) // max_labels))
+    return {"tickmode": "array", "tickvals": list(range(0, len(rnames), step)),
+            "ticktext": rnames[::step], "tickangle": -45, "automargin": True, "zeroline": False,
+            "range": [-0.6, len(rnames) - 0.4], "title": {"text": "release"}}
+
+
+MEDIAN_DX: Final = -0.1
+MEAN_DX: Final = 0.14
+SAMPLES_DX: Final = -0.3
+"""Offsets within a release's slot [-0.5, 0.5]: runs, median CI, mean CI side by side."""
+
+
+def function_cis(
+    releases: Sequence[str], median: _Intervals | Sequence[npt.ArrayLike],
+    mean: _Intervals | Sequence[npt.ArrayLike], verdict: npt.ArrayLike,
+    digression: npt.ArrayLike, *, unit: Unit = "ms",
+    samples: Sequence[Sequence[float]] | None = None, diff: npt.ArrayLike | None = None,
+    gap: npt.ArrayLike | None = None, title: str = "",
+) -> Figure:
+    """One function's CIs across releases: seed 003, Figures 6–8.
+
+    ``median`` and ``mean`` have ``estimate``, ``lo``, ``hi`` of shape ``(R,)``
+    (attributes or a 3-sequence), in microseconds; ``verdict``/``digression`` have
+    shape ``(R-1,)``; ``samples[r]`` are the runs of release ``r`` (microseconds).
+    ``diff`` and ``gap`` (``(R-1,)``, microseconds) are those the verdicts came with;
+    by default they are computed from the median intervals.
+
+    Encoding: x is the release (numeric slots labelled with the release names).
+    The median CI is a dark point with error bars joined by a thin line; the mean CI
+    a lighter open point to its right (Figure 8 compares the two). A deviation of
+    the pair ``a → b`` shades the span from ``a`` to ``b`` (vermillion: regression,
+    blue: improvement) and puts a triangle (up / down) on top of ``b``'s median CI
+    whose hover gives the verdict, difference and gap; a black outline marks the
+    start of a digression. With ``samples``, the runs appear as a strip left of the
+    median, spread by a deterministic low-discrepancy jitter.
+    """
+    n_r = len(releases)
+    med, mea = _eli("median", median, n_r), _eli("mean", mean, n_r)
+    v = _shape("verdict", verdict, (n_r - 1,), np.int8)
+    dig = _shape("digression", digression, (n_r - 1,), np.bool_)
+    per, ul = US_PER_UNIT[unit], UNIT_LABEL[unit]
+    rnames = _texts(releases)
+    idx = np.arange(n_r, dtype=np.float64)
+    tmpl = (f"%{{customdata[0]}}<br>%{{y:.4~g}} {ul} "
+            "[%{customdata[1]:.4~g}, %{customdata[2]:.4~g}]<extra>NAME</extra>")
+    data: list[dict[str, Any]] = []
+    if samples is not None:
+        if len(samples) != n_r:
+            raise ValueError(f"samples must have {n_r} entries, got {len(samples)}")
+        xs: list[float] = []
+        ys: list[Any] = []
+        names: list[str] = []
+        for r, runs in enumerate(samples):
+            k = np.arange(len(runs))
+            xs += _round_sig(r + SAMPLES_DX + 0.14 * ((k * 0.6180339887) % 1.0 - 0.5), 5).tolist()
+            ys += _json(runs, per)
+            names += [rnames[r]] * len(runs)
+        data.append({"type": "scatter", "mode": "markers", "name": "runs", "x": xs, "y": ys,
+                     "customdata": names, "marker": {"color": MEAN_COLOR, "size": 4},
+                     "hovertemplate": f"%{{customdata}}<br>run: %{{y:.4~g}} {ul}<extra></extra>"})
+    for name, eli, dx, color, symbol, mode in (
+        ("median CI", med, MEDIAN_DX, MEDIAN_COLOR, "circle", "lines+markers"),
+        ("mean CI", mea, MEAN_DX, MEAN_COLOR, "circle-open", "markers"),
+    ):
+        bounds = zip(rnames, _json(eli[1], per), _json(eli[2], per), strict=True)
+        custom = [[r, a, b] for r, a, b in bounds]
+        trace = _error_bar_trace(name, (idx + dx).tolist(), eli, per, color, mode=mode,
+                                 line={"width": 1}, customdata=custom,
+                                 hovertemplate=tmpl.replace("NAME", name))
+        trace["marker"]["symbol"] = symbol
+        data.append(trace)
+    est_m, lo_m, hi_m = med
+    d = est_m[1:] - est_m[:-1] if diff is None else _shape("diff", diff, (n_r - 1,))
+    if gap is None:  # the signed distance between consecutive median intervals
+        gap = np.sign(d) * np.maximum(np.maximum(lo_m[1:] - hi_m[:-1], lo_m[:-1] - hi_m[1:]), 0)
+    g = _shape("gap", gap, (n_r - 1,))
+    shapes: list[dict[str, Any]] = []
+    for code, name, symbol, color in _KINDS[:2]:
+        pi = np.flatnonzero(v == code)
+        note = [" · starts a digression" if s else "" for s in dig[pi].tolist()]
+        custom = [[rnames[p], rnames[p + 1], *rest] for p, *rest in
+                  zip(pi.tolist(), _json(d[pi], per), _json(g[pi], per), note, strict=True)]
+        outline = {"color": DIGRESSION_COLOR, "width": np.where(dig[pi], 2, 0).tolist()}
+        data.append({
+            "type": "scatter", "mode": "markers", "name": name, "x": (pi + 1).tolist(),
+            "y": _json(hi_m[pi + 1], per), "customdata": custom,
+            "marker": {"symbol": symbol, "color": color, "size": 13, "line": outline},
+            "hovertemplate": (f"<b>{name}</b>%{{customdata[4]}}<br>"
+                              "%{customdata[0]} → %{customdata[1]}<br>"
+                              f"diff: %{{customdata[2]:+.4~g}} {ul}<br>"
+                              f"gap: %{{customdata[3]:+.4~g}} {ul}<extra></extra>"),
+        })
+        shapes += [{"type": "rect", "xref": "x", "yref": "paper", "x0": p, "x1": p + 1,
+                    "y0": 0, "y1": 1, "fillcolor": color, "opacity": 0.08, "line": {"width": 0},
+                    "layer": "below"} for p in pi.tolist()]
+    layout = {
+        "title": {"text": plotly_text(title)}, "xaxis": _release_axis(rnames),
+        "yaxis": {"title": {"text": f"time ({ul})"}}, "shapes": shapes, "hovermode": "closest",
+        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
+    }
+    return {"data": data, "layout": layout}
+
+
+def function_cis_from_result(
+    result: ComparisonMatrix, f: int, releases: Sequence[str], **kwargs: Any
+) -> Figure:
+    """:func:`function_cis` of row ``f`` (one function) of a ``compare_matrix`` result."""
+    def row(ia: Any) -> list[Any]:
+        return [ia.estimate[f], ia.lo[f], ia.hi[f]]
+
+    return function_cis(releases, row(result.median), row(result.mean), result.verdict[f],
+                        result.digression[f], diff=result.diff[f], gap=result.gap[f],
+                        **kwargs)
+
+
+def ci_narrowing(
+    n_runs: Sequence[int], estimate: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike,
+    *, labels: Sequence[str] | None = None, unit: Unit = "ms", title: str = "",
+) -> Figure:
+    """How a CI narrows as runs are added: seed 003, Figure 10 (5, 10, 20, 50 runs).
+
+    ``estimate``, ``lo``, ``hi`` (microseconds) have shape ``(N,)`` for one release, or
+    ``(N, K)`` for K releases side by side (e.g. the two releases of a pair, whose
+    gap opens as the intervals narrow); ``labels`` names the K columns.
+
+    Encoding: top panel, one point with error bars per number of runs (x slots
+    labelled "n runs"), the K releases offset within a slot, one colour each; bottom
+    panel, the CI width against the number of runs with a dashed ``1/√n``
+    reference through the first width of each release (the rate the CLT predicts).
+    """
+    n = np.asarray(n_runs, dtype=np.int64)
+    one = np.ndim(estimate) == 1
+    shape = (n.size,) if one else (n.size, np.shape(estimate)[-1])
+    est, elo, ehi = (_shape(nm, a, shape).reshape(n.size, -1) for nm, a in
+                     (("estimate", estimate), ("lo", lo), ("hi", hi)))
+    if n.ndim != 1 or np.any(n < 1):
+        raise ValueError("n_runs must be a sequence of positive run counts")
+    n_k = est.shape[1]
+    names = _texts(labels) if labels is not None else [f"release {k + 1}" for k in range(n_k)]
+    if len(names) != n_k:
+        raise ValueError(f"labels must have {n_k} entries, got {len(names)}")
+    per, ul = US_PER_UNIT[unit], UNIT_LABEL[unit]
+    palette = (MEDIAN_COLOR, REGRESSION_COLOR, IMPROVEMENT_COLOR, "#009E73", "#CC79A7", "#E69F00")
+    tmpl = (f"%{{customdata[0]}}, %{{customdata[1]}} runs<br>%{{customdata[2]:.4~g}} {ul} "
+            "[%{customdata[3]:.4~g}, %{customdata[4]:.4~g}]<br>"
+            f"width: %{{customdata[5]:.4~g}} {ul}<extra></extra>")
+    data: list[dict[str, Any]] = []
+    for k, name in enumerate(names):
+        color = palette[k % len(palette)]
+        x = np.round(np.arange(n.size) + 0.3 * (k - (n_k - 1) / 2) / n_k, 3).tolist()
+        width = ehi[:, k] - elo[:, k]
+        cols = [_json(a, per) for a in (est[:, k], elo[:, k], ehi[:, k], width)]
+        custom = [[name, m, *c] for m, *c in zip(n.tolist(), *cols, strict=True)]
+        common = {"customdata": custom, "hovertemplate": tmpl, "legendgroup": str(k)}
+        data.append(_error_bar_trace(name, x, [est[:, k], elo[:, k], ehi[:, k]], per, color,
+                                     mode="markers", **common))
+        data.append({"type": "scatter", "mode": "lines+markers", "name": name, "x": x,
+                     "y": cols[3], "yaxis": "y2", "showlegend": False, "line": {"color": color},
+                     **common})
+        ok = np.flatnonzero(np.isfinite(width))
+        if ok.size:
+            ref = width[ok[0]] * np.sqrt(n[ok[0]] / n)
+            data.append({"type": "scatter", "mode": "lines", "name": "∝ 1/√n", "x": x,
+                         "y": _json(ref, per), "yaxis": "y2", "showlegend": k == 0,
+                         "legendgroup": "ref", "hoverinfo": "skip",
+                         "line": {"color": color, "dash": "dash", "width": 1}})
+    layout = {
+        "title": {"text": plotly_text(title)},
+        "xaxis": {"tickmode": "array", "tickvals": list(range(n.size)), "anchor": "y2",
+                  "ticktext": [f"{m} runs" for m in n.tolist()], "zeroline": False,
+                  "range": [-0.6, n.size - 0.4]},
+        "yaxis": {"domain": [0.35, 1.0], "title": {"text": f"estimate, CI ({ul})"}},
+        "yaxis2": {"domain": [0.0, 0.25], "title": {"text": f"CI width ({ul})"},
+                   "rangemode": "tozero"},
+        "hovermode": "closest",
+        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
+    }
+    return {"data": data, "layout": layout}

@@ -1,0 +1,360 @@
+"""Reads for pages, API and exports (no writes here)."""
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.db.models import Count, Q
+
+from deviations.stats.compare import IMPROVEMENT, NO_VERDICT, REGRESSION, verdict_name
+from deviations.stats.intervals import MIN_RUNS, median_ci
+from deviations.traces.models import Function, Release, Run, RunTimes, Series
+from deviations.traces.store import binary_values, read_analysis
+
+
+def function_names(series: Series) -> dict[int, str]:
+    return dict(Function.objects.filter(series=series).values_list("id", "name"))
+
+
+def done_runs(series: Series, release: Release | None = None) -> Any:
+    """Done runs with their packed times, in release order."""
+    runs = Run.objects.filter(series=series, status=Run.DONE)
+    if release is not None:
+        runs = runs.filter(release=release)
+    return runs.select_related("release", "times").order_by(
+        "release__sort_key", "release__id", "created", "id"
+    )
+
+
+def selftime_rows(series: Series) -> Iterator[dict[str, Any]]:
+    """One row per (run, function) of the series' done runs, in release order."""
+    names = function_names(series)
+    for run in done_runs(series).iterator(chunk_size=50):
+        ids, self_us, total_us, calls = run.times.arrays()
+        for j in range(len(ids)):
+            yield {
+                "release": run.release.version,
+                "run": run.file_name,
+                "function": names[int(ids[j])],
+                "self_us": float(self_us[j]),
+                "total_us": float(total_us[j]),
+                "calls": int(calls[j]),
+            }
+
+
+def releases_with_counts(series: Series) -> list[Release]:
+    return list(
+        series.releases.annotate(
+            runs_done=Count("runs", filter=Q(runs__status=Run.DONE)),
+            runs_failed=Count("runs", filter=Q(runs__status=Run.FAILED)),
+            runs_pending=Count("runs", filter=Q(runs__status=Run.PENDING)),
+        ).order_by("sort_key", "id")
+    )
+
+
+def release_times(release: Release) -> tuple[list[int], Any, Any, Any, list[Run]]:
+    """Function ids and (functions × runs) matrices of self time, total time and calls.
+
+    A function absent from a run was not called in it: its times are 0 there, not missing.
+    """
+    runs = list(done_runs(release.series, release))
+    packed = [run.times.arrays() for run in runs]
+    ids = sorted({int(i) for arrays in packed for i in arrays[0]})
+    row = {fid: k for k, fid in enumerate(ids)}
+    shape = (len(ids), len(runs))
+    self_us, total_us, calls = np.zeros(shape), np.zeros(shape), np.zeros(shape, dtype=np.int64)
+    for j, (fids, s, t, c) in enumerate(packed):
+        rows = np.fromiter((row[int(f)] for f in fids), dtype=np.int64, count=len(fids))
+        self_us[rows, j], total_us[rows, j], calls[rows, j] = s, t, c
+    return ids, self_us, total_us, calls, runs
+
+
+def release_function_table(release: Release, limit: int = 100) -> list[dict[str, Any]]:
+    """The release's functions by median self time over its done runs (largest first)."""
+    ids, self_us, total_us, calls, runs = release_times(release)
+    if not runs:
+        return []
+    names = dict(Function.objects.filter(id__in=ids).values_list("id", "name"))
+    med_self = np.median(self_us, axis=1)
+    order = np.argsort(-med_self, kind="stable")[:limit]
+    return [
+        {
+            "id": ids[k],
+            "name": names[ids[k]],
+            "self_ms": med_self[k] / 1000,
+            "total_ms": float(np.median(total_us[k])) / 1000,
+            "calls": float(np.median(calls[k])),
+            "runs": len(runs),
+        }
+        for k in order
+    ]
+
+
+def stored_analysis(
+    series: Series, metric: str, estimator: str, rule: str, keys: Iterable[str] | None = None
+) -> dict[str, np.ndarray] | None:
+    """The stored matrices of one (metric, estimator, rule), or None before any analysis.
+
+    ``keys`` limits the arrays decoded (``release_ids`` and ``function_ids`` always come).
+    """
+    return read_analysis(series, metric, estimator, rule, keys)
+
+
+def release_versions(release_ids: np.ndarray) -> list[str]:
+    found = Release.objects.filter(id__in=release_ids.tolist()).values_list("id", "version")
+    versions = dict(found)
+    return [versions[int(r)] for r in release_ids]
+
+
+class NotAnalysedError(LookupError):
+    """The series has no stored analysis (fewer than two releases with two runs, or none yet)."""
+
+
+def _analysis_or_raise(series: Series, metric: str, estimator: str, rule: str) -> dict[str, Any]:
+    found = stored_analysis(series, metric, estimator, rule)
+    if found is None:
+        raise NotAnalysedError(
+            f"series {series.name!r} has no analysis yet: it needs two releases with at least "
+            f"two done runs each (then `python manage.py analyse --series {series.name}`)"
+        )
+    return found
+
+
+def _number(value: Any) -> float | None:
+    return None if np.isnan(value) else float(value)
+
+
+def stats_rows(series: Series, metric: str) -> Iterator[dict[str, Any]]:
+    """Per (release, function): n, median and mean with their intervals (µs).
+
+    Raises NotAnalysedError at once (not when iterated) when there is no analysis.
+    """
+    med = _analysis_or_raise(series, metric, "median", "paper")
+    mean = _analysis_or_raise(series, metric, "mean", "paper")
+    return _stats_rows(med, mean, release_versions(med["release_ids"]), function_names(series))
+
+
+def _stats_rows(
+    med: dict[str, Any], mean: dict[str, Any], versions: list[str], names: dict[int, str]
+) -> Iterator[dict[str, Any]]:
+    for r, version in enumerate(versions):
+        for f, fid in enumerate(med["function_ids"]):
+            yield {
+                "release": version,
+                "function": names[int(fid)],
+                "n": int(med["n"][f, r]),
+                "median": _number(med["estimate"][f, r]),
+                "median_lo": _number(med["lo"][f, r]),
+                "median_hi": _number(med["hi"][f, r]),
+                "mean": _number(mean["estimate"][f, r]),
+                "mean_lo": _number(mean["lo"][f, r]),
+                "mean_hi": _number(mean["hi"][f, r]),
+            }
+
+
+def deviation_rows(
+    series: Series, metric: str, estimator: str, rule: str
+) -> Iterator[dict[str, Any]]:
+    """Per (function, consecutive release pair) with a verdict: the verdict and its numbers.
+
+    Raises NotAnalysedError at once (not when iterated) when there is no analysis.
+    """
+    found = _analysis_or_raise(series, metric, estimator, rule)
+    return _deviation_rows(found, release_versions(found["release_ids"]), function_names(series))
+
+
+def _deviation_rows(
+    found: dict[str, Any], versions: list[str], names: dict[int, str]
+) -> Iterator[dict[str, Any]]:
+    names_by_row = [names[int(fid)] for fid in found["function_ids"]]
+    return deviation_cells(names_by_row, versions, found)
+
+
+def deviation_cells(
+    functions: list[str], versions: list[str], arrays: dict[str, Any]
+) -> Iterator[dict[str, Any]]:
+    """Export rows (DESIGN's deviations fields, µs) of every cell with a verdict.
+
+    ``arrays`` holds per-pair matrices whose rows are ``functions`` and whose columns are
+    the pairs of consecutive ``versions``.
+    """
+    verdict = arrays["verdict"]
+    for f, name in enumerate(functions):
+        for p in range(len(versions) - 1):
+            code = int(verdict[f, p])
+            if code == NO_VERDICT:
+                continue
+            yield {
+                "function": name,
+                "from_release": versions[p],
+                "to_release": versions[p + 1],
+                "verdict": verdict_name(code),
+                "gap": _number(arrays["gap"][f, p]),
+                "diff": _number(arrays["diff"][f, p]),
+                "diff_lo": _number(arrays["diff_lo"][f, p]),
+                "diff_hi": _number(arrays["diff_hi"][f, p]),
+                "digression": bool(arrays["digression"][f, p]),
+            }
+
+
+FUNCTION_FIELDS = ["release", "n", "median", "median_lo", "median_hi", "mean", "mean_lo",
+                   "mean_hi", "verdict", "diff", "diff_lo", "diff_hi", "gap", "digression"]
+
+
+@dataclass(frozen=True)
+class FunctionDetail:
+    """One function across the analysed releases (µs), as the function page shows it."""
+
+    releases: list[str]
+    median: tuple[np.ndarray, np.ndarray, np.ndarray]
+    mean: tuple[np.ndarray, np.ndarray, np.ndarray]
+    verdict: np.ndarray  # pairs, of the page's estimator and rule
+    diff: np.ndarray
+    gap: np.ndarray
+    digression: np.ndarray
+    rows: list[dict[str, Any]]
+    samples: list[list[float]] | None  # runs per release, on demand
+    narrowing: tuple[list[int], list[float], list[float], list[float], str] | None
+
+
+def latest_deviations(series: Series) -> dict[str, Any] | None:
+    """Regressions and improvements of the last analysed release pair (self, median, paper)."""
+    found = stored_analysis(series, "self", "median", "paper")
+    if found is None or found["verdict"].shape[1] == 0:
+        return None
+    last = found["verdict"][:, -1]
+    versions = release_versions(found["release_ids"][-2:])
+    return {
+        "from": versions[0], "to": versions[1],
+        "regressions": int((last == REGRESSION).sum()),
+        "improvements": int((last == IMPROVEMENT).sum()),
+    }
+
+
+def function_detail(
+    series: Series, function: Function, metric: str, estimator: str, rule: str,
+    *, with_samples: bool = False,
+) -> FunctionDetail | None:
+    per_release = ("estimate", "lo", "hi", "n")
+    per_pair = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "digression")
+    med = stored_analysis(series, metric, "median", rule,
+                          per_release + per_pair * (estimator == "median"))
+    mean = stored_analysis(series, metric, "mean", rule,
+                           per_release + per_pair * (estimator == "mean"))
+    if med is None or mean is None:
+        return None
+    where = np.flatnonzero(med["function_ids"] == function.pk)
+    if len(where) == 0:
+        return None
+    f = int(where[0])
+    chosen = med if estimator == "median" else mean
+    versions = release_versions(med["release_ids"])
+    rows = []
+    for r, version in enumerate(versions):
+        row: dict[str, Any] = {
+            "release": version, "n": int(med["n"][f, r]),
+            "median": _number(med["estimate"][f, r]), "median_lo": _number(med["lo"][f, r]),
+            "median_hi": _number(med["hi"][f, r]), "mean": _number(mean["estimate"][f, r]),
+            "mean_lo": _number(mean["lo"][f, r]), "mean_hi": _number(mean["hi"][f, r]),
+            "verdict": None, "diff": None, "diff_lo": None, "diff_hi": None, "gap": None,
+            "digression": False,
+        }
+        if r > 0 and chosen["verdict"][f, r - 1] != NO_VERDICT:
+            row.update(
+                verdict=verdict_name(int(chosen["verdict"][f, r - 1])),
+                diff=_number(chosen["diff"][f, r - 1]),
+                diff_lo=_number(chosen["diff_lo"][f, r - 1]),
+                diff_hi=_number(chosen["diff_hi"][f, r - 1]),
+                gap=_number(chosen["gap"][f, r - 1]),
+                digression=bool(chosen["digression"][f, r - 1]),
+            )
+        rows.append(row)
+    samples = narrowing = None
+    if with_samples:
+        samples = function_samples(series, function.pk, metric, med["release_ids"])
+        narrowing = _narrowing(samples, versions, chosen["gap"][f])
+    return FunctionDetail(
+        releases=versions,
+        median=(med["estimate"][f], med["lo"][f], med["hi"][f]),
+        mean=(mean["estimate"][f], mean["lo"][f], mean["hi"][f]),
+        verdict=chosen["verdict"][f], diff=chosen["diff"][f], gap=chosen["gap"][f],
+        digression=chosen["digression"][f], rows=rows, samples=samples, narrowing=narrowing,
+    )
+
+
+def function_samples(
+    series: Series, function_id: int, metric: str, release_ids: np.ndarray
+) -> list[list[float]]:
+    """The function's time in every done run of these releases (0 where it was not called).
+
+    Reads, of each run's packed times, only the function ids and the metric's array, with
+    the binary protocol on PostgreSQL (the one read of the pages that grows with the runs).
+    """
+    column = "self_us" if metric == "self" else "total_us"
+    by_release: dict[int, list[float]] = {int(r): [] for r in release_ids}
+    times = RunTimes.objects.filter(
+        run__series=series, run__status=Run.DONE, run__release_id__in=list(by_release)
+    ).order_by("run__created", "run__id")
+    for release_id, function_ids, values in binary_values(
+        times, ("run__release_id", "function_ids", column)
+    ):
+        hit = np.flatnonzero(np.frombuffer(function_ids, dtype=RunTimes.INT) == function_id)
+        by_release[release_id].append(
+            float(np.frombuffer(values, dtype=RunTimes.FLOAT)[hit[0]]) if len(hit) else 0.0
+        )
+    return [by_release[int(r)] for r in release_ids]
+
+
+def _narrowing(
+    samples: list[list[float]], versions: list[str], gap: np.ndarray
+) -> tuple[list[int], list[float], list[float], list[float], str] | None:
+    """Seed 003, Figure 10: the median CI of one release from its first k runs, k = 2..n.
+
+    The release is the one after the largest deviation gap (else the one with most runs).
+    """
+    if np.any(np.isfinite(gap) & (gap != 0)):
+        r = int(np.nanargmax(np.abs(np.where(np.isfinite(gap), gap, 0.0)))) + 1
+    else:
+        r = int(np.argmax([len(s) for s in samples]))
+    runs = samples[r]
+    if len(runs) < 3:
+        return None
+    ks = list(range(MIN_RUNS, len(runs) + 1))
+    cis = [median_ci(runs[:k]) for k in ks]
+    return (ks, [c.estimate for c in cis], [c.lo for c in cis], [c.hi for c in cis], versions[r])
+
+
+def release_changes(release: Release, metric: str, estimator: str, rule: str) -> dict[str, Any]:
+    """Deviations of this release against the previous analysed one, largest first."""
+    found = stored_analysis(release.series, metric, estimator, rule)
+    empty: dict[str, Any] = {"previous": None, "rows": [], "regressions": [], "improvements": []}
+    if found is None:
+        return empty
+    where = np.flatnonzero(found["release_ids"] == release.pk)
+    if len(where) == 0 or where[0] == 0:
+        return empty
+    p = int(where[0]) - 1
+    versions = release_versions(found["release_ids"][p : p + 2])
+    names = function_names(release.series)
+    verdict = found["verdict"][:, p]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        relative = np.abs(found["gap"][:, p]) / np.abs(found["estimate"][:, p])
+    rows = []
+    for f in np.flatnonzero((verdict == REGRESSION) | (verdict == IMPROVEMENT)):
+        rows.append({
+            "function": names[int(found["function_ids"][f])],
+            "function_id": int(found["function_ids"][f]),
+            "from_release": versions[0], "to_release": versions[1],
+            "verdict": verdict_name(int(verdict[f])),
+            "gap": _number(found["gap"][f, p]), "diff": _number(found["diff"][f, p]),
+            "diff_lo": _number(found["diff_lo"][f, p]), "diff_hi": _number(found["diff_hi"][f, p]),
+            "digression": bool(found["digression"][f, p]),
+            "relative_gap": float(relative[f]) if np.isfinite(relative[f]) else None,
+        })
+    rows.sort(key=lambda row: -(row["relative_gap"] or 0.0))
+    return {
+        "previous": versions[0], "rows": rows,
+        "regressions": [r for r in rows if r["verdict"] == "regression"][:50],
+        "improvements": [r for r in rows if r["verdict"] == "improvement"][:50],
+    }

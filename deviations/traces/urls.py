@@ -1,0 +1,18 @@
+"""Pages of trace series: the series list, a series' matrix, function, release and run pages."""
+
+from django.urls import path
+
+from deviations.traces import views
+
+urlpatterns = [
+    path("", views.series_list, name="series_list"),
+    path("series/<str:name>/", views.series_detail, name="series"),
+    path("series/<str:name>/matrix.json", views.matrix_json, name="matrix_json"),
+    path(
+        "series/<str:name>/functions/<int:function_id>/",
+        views.function_detail,
+        name="function",
+    ),
+    path("series/<str:name>/releases/<str:version>/", views.release_detail, name="release"),
+    path("runs/<int:run_id>/", views.run_detail, name="run"),
+]

@@ -1,0 +1,31 @@
+"""The one entry of ``ingest`` for the rest of the project: views, API, CLI and demo of
+``deviations`` import what gets data in from here, never from ingest's other modules.
+
+Traces: ``submit_uploads`` (page and API: register, then a task parses), ``get_release``
+and ``ingest_local_file`` (CLI: parse here, now). Histograms: ``store_histogram_file``,
+then ``queue_detection``. Errors are ``UserError`` subclasses (``IngestError``,
+``TraceError``, ``HistogramError``) with "<file>: <reason>" messages.
+"""
+
+from ingest.histogram_store import StoredFile, queue_detection, store_histogram_file
+from ingest.histograms import HistogramError, bucket_lower_bounds
+from ingest.runs import IngestError, Registered, ThreadOptions, get_release, ingest_local_file
+from ingest.submit import submit_uploads
+from ingest.traces import TraceError
+from ingest.upload_handlers import check_upload_size
+
+__all__ = [
+    "HistogramError",
+    "IngestError",
+    "Registered",
+    "StoredFile",
+    "ThreadOptions",
+    "TraceError",
+    "bucket_lower_bounds",
+    "check_upload_size",
+    "get_release",
+    "ingest_local_file",
+    "queue_detection",
+    "store_histogram_file",
+    "submit_uploads",
+]

@@ -1,0 +1,10 @@
+"""The trace upload page and its status page, included at /upload/."""
+
+from django.urls import path
+
+from ingest import views
+
+urlpatterns = [
+    path("", views.upload, name="upload"),
+    path("<uuid:batch>/", views.upload_status, name="upload_status"),
+]

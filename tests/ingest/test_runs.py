@@ -1,0 +1,251 @@
+"""Ingest through the CLI and the shared service: good files, bad files, duplicates, atomicity."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from deviations.traces.models import Function, Release, Run, RunTimes, Series
+from ingest import runs
+
+pytestmark = pytest.mark.django_db
+
+
+def ingest(*files: Path, series: str = "s1", release: str = "1.0", **extra: Any) -> str:
+    out = io.StringIO()
+    args = ["--series", series, "--release", release]
+    for key, value in extra.items():
+        flag = "--" + key.replace("_", "-")
+        args += [flag] if value is True else [flag, str(value)]
+    call_command("ingest_traces", *args, *map(str, files), stdout=out)
+    return out.getvalue()
+
+
+def export(what: str = "selftimes", fmt: str = "json", series: str = "s1") -> Any:
+    out = io.StringIO()
+    call_command("export", "--series", series, "--what", what, "--format", fmt, stdout=out)
+    if fmt == "json":
+        return json.loads(out.getvalue())
+    return list(csv.DictReader(io.StringIO(out.getvalue())))
+
+
+def test_cli_ingests_and_exports_self_times(write_trace, simple_events) -> None:
+    path = write_trace("run1.json", simple_events)
+    out = ingest(path)
+    assert "ok run1.json" in out
+    rows = {r["function"]: r for r in export()}
+    # Paint 0-1000 holds Layout 100-400 which holds Paint 150-250; Layout 2000-2050.
+    assert rows["Paint"]["self_us"] == pytest.approx(700 + 100)
+    assert rows["Paint"]["total_us"] == pytest.approx(1000)  # recursive: outermost call once
+    assert rows["Paint"]["calls"] == 2
+    assert rows["Layout"]["self_us"] == pytest.approx(200 + 50)
+    assert rows["Layout"]["total_us"] == pytest.approx(300 + 50)
+    assert {r["release"] for r in rows.values()} == {"1.0"}
+    assert {r["run"] for r in rows.values()} == {"run1.json"}
+    header = export(fmt="csv")[0].keys()
+    assert header == {"release", "run", "function", "self_us", "total_us", "calls"}
+
+
+def test_gzip_and_array_form(write_trace, simple_events) -> None:
+    a = write_trace("a.json.gz", raw=json.dumps(simple_events).encode(), gz=True)
+    ingest(a)
+    run = Run.objects.get()
+    assert run.status == Run.DONE
+    assert run.summary["slices"] == 4
+
+
+def test_same_file_twice_is_one_run(write_trace, simple_events) -> None:
+    path = write_trace("run1.json", simple_events)
+    ingest(path)
+    out = ingest(path, release="2.0")
+    assert "skipped run1.json: already ingested as run" in out
+    assert Run.objects.count() == 1
+    assert len(export()) == 2
+
+
+BAD_INPUTS = {
+    "empty.json": (b"", "empty"),
+    "notjson.json": (b"this is not json", ""),
+    "truncated.json": (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1', ""),
+    "noevents.json": (b'{"hello": "world"}', ""),
+    "nothread.json": (
+        json.dumps({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0,
+                                     "dur": 1}]}).encode(),
+        "CrRendererMain",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INPUTS))
+def test_bad_file_fails_alone_with_its_reason(name: str, write_trace, simple_events) -> None:
+    raw, reason = BAD_INPUTS[name]
+    good = write_trace("good.json", simple_events)
+    bad = write_trace(name, raw=raw)
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="1 of 2 file"):
+        call_command("ingest_traces", "--series", "s1", "--release", "1", str(bad), str(good),
+                     stdout=out)
+    lines = out.getvalue().splitlines()
+    failed = [line for line in lines if line.startswith("FAILED")]
+    assert len(failed) == 1
+    assert failed[0].startswith(f"FAILED {name}: ")
+    assert reason in failed[0]
+    bad_run = Run.objects.get(file_name=name)
+    assert bad_run.status == Run.FAILED
+    assert bad_run.error.startswith(f"{name}: ")
+    assert "\n" not in bad_run.error
+    assert not RunTimes.objects.filter(run=bad_run).exists()
+    assert Run.objects.get(file_name="good.json").status == Run.DONE
+
+
+def test_truncated_gzip_fails(write_trace, simple_events) -> None:
+    whole = write_trace("whole.json.gz", simple_events, gz=True).read_bytes()
+    cut = write_trace("cut.json.gz", raw=whole[: len(whole) // 2])
+    with pytest.raises(CommandError):
+        ingest(cut)
+    run = Run.objects.get()
+    assert run.status == Run.FAILED
+    assert run.error.startswith("cut.json.gz: ")
+
+
+def test_file_over_the_size_limit_fails_without_parsing(
+    write_trace, simple_events, settings
+) -> None:
+    path = write_trace("big.json", simple_events)
+    settings.DEVIATIONS_MAX_TRACE_BYTES = 100
+    with pytest.raises(CommandError):
+        ingest(path)
+    run = Run.objects.get()
+    assert run.status == Run.FAILED
+    assert "over the limit of 100 bytes" in run.error
+
+
+def test_missing_file_is_reported(tmp_path) -> None:
+    out = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("ingest_traces", "--series", "s1", "--release", "1",
+                     str(tmp_path / "nope.json"), stdout=out)
+    assert "FAILED nope.json: cannot open" in out.getvalue()
+
+
+def test_failed_file_sent_again_is_retried(write_trace, simple_events, settings) -> None:
+    path = write_trace("r.json", simple_events)
+    settings.DEVIATIONS_MAX_TRACE_BYTES = 10
+    with pytest.raises(CommandError):
+        ingest(path)
+    settings.DEVIATIONS_MAX_TRACE_BYTES = 10**9
+    ingest(path)
+    run = Run.objects.get()
+    assert run.status == Run.DONE
+    assert run.error == ""
+
+
+def test_a_failure_while_storing_leaves_nothing_half_written(
+    write_trace, simple_events, monkeypatch
+) -> None:
+    ingest(write_trace("first.json", renderer_events_with("Keep")))
+    before = (Function.objects.count(), RunTimes.objects.count())
+
+    def explode(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(RunTimes, "save", explode)
+    path = write_trace("second.json", simple_events)
+    with pytest.raises(RuntimeError, match="disk full"):
+        ingest(path)
+    assert (Function.objects.count(), RunTimes.objects.count()) == before
+    assert Run.objects.get(file_name="second.json").status == Run.PENDING
+    assert Run.objects.get(file_name="first.json").status == Run.DONE
+    monkeypatch.undo()
+    assert "ok second.json" in ingest(path)  # the abandoned run is taken up again
+    assert Run.objects.get(file_name="second.json").status == Run.DONE
+
+
+def renderer_events_with(name: str) -> list[dict[str, Any]]:
+    from tests.conftest import renderer_events
+
+    return renderer_events([(name, 0, 10)])
+
+
+def test_thread_options(write_trace) -> None:
+    from tests.conftest import renderer_events
+
+    events = renderer_events([("Main", 0, 10)]) + [
+        {"ph": "M", "name": "thread_name", "pid": 7, "tid": 2, "args": {"name": "Compositor"}},
+        {"ph": "X", "name": "Composite", "pid": 7, "tid": 2, "ts": 0, "dur": 5},
+    ]
+    ingest(write_trace("a.json", events), release="1")
+    ingest(write_trace("b.json", events + [{"ph": "I", "name": "i", "pid": 7, "tid": 2, "ts": 1}]),
+           release="2", thread_name="Compositor")
+    ingest(write_trace("c.json", events + [{"ph": "I", "name": "j", "pid": 7, "tid": 2, "ts": 2}]),
+           release="3", all_threads=True)
+    by_release: dict[str, set[str]] = {}
+    for row in export():
+        by_release.setdefault(row["release"], set()).add(row["function"])
+    assert by_release == {"1": {"Main"}, "2": {"Composite"}, "3": {"Main", "Composite"}}
+
+
+def test_bad_series_or_release_name_is_refused(write_trace, simple_events) -> None:
+    path = write_trace("a.json", simple_events)
+    with pytest.raises(CommandError, match="release version"):
+        ingest(path, release="../../etc")
+    with pytest.raises(CommandError, match="series name"):
+        ingest(path, series="a b")
+    assert not Series.objects.exists()
+
+
+def test_release_order_option(write_trace, simple_events) -> None:
+    ingest(write_trace("a.json", simple_events), release="zeta", order=1)
+    ingest(write_trace("b.json", renderer_events_with("X")), release="alpha", order=2)
+    assert list(Release.objects.values_list("version", flat=True)) == ["zeta", "alpha"]
+
+
+def test_hostile_function_names_are_stored_as_given(write_trace) -> None:
+    from tests.conftest import renderer_events
+
+    hostile = '<img src=x onerror=alert(1)>'
+    ingest(write_trace("h.json", renderer_events([(hostile, 0, 10), ("a" * 5000, 20, 5)])))
+    names = set(Function.objects.values_list("name", flat=True))
+    assert hostile in names
+    assert max(len(n) for n in names) < 1100
+
+
+def test_nul_in_a_name_is_stored_on_every_database(write_trace) -> None:
+    # PostgreSQL text cannot hold NUL: it is stored as U+FFFD, and identity stays with the
+    # name as traced, so a name that already had U+FFFD there stays another function.
+    from tests.conftest import renderer_events
+
+    events = renderer_events([("a\x00b", 0, 10), ("a\ufffdb", 20, 5), ("c", 30, 1)])
+    ingest(write_trace("nul.json", events))
+    ingest(write_trace("nul2.json", events + renderer_events([("d", 40, 1)])))
+    assert sorted(Function.objects.values_list("name", flat=True)) == [
+        "a\ufffdb", "a\ufffdb", "c", "d"
+    ]
+    assert Function.objects.count() == 4  # the second run found the first run's functions
+    assert Run.objects.filter(status=Run.DONE).count() == 2
+
+
+def test_processing_twice_is_harmless(write_trace, simple_events) -> None:
+    from ingest.tasks import ingest_run
+
+    path = write_trace("a.json", simple_events)
+    release = runs.get_release("s1", "1")
+    with path.open("rb") as f:
+        entry = runs.register_run(release, f, "a.json", runs.ThreadOptions(), keep_upload=True)
+    assert ingest_run(entry.run.pk) == Run.DONE
+    assert ingest_run(entry.run.pk) == Run.DONE
+    assert RunTimes.objects.count() == 1
+    run = Run.objects.get()
+    assert not run.upload  # the uploaded copy is removed once ingested
+
+
+def test_export_unknown_series() -> None:
+    with pytest.raises(CommandError, match="no series named"):
+        export(series="nope")

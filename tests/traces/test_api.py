@@ -1,0 +1,146 @@
+"""The REST API: token auth, upload, status, OpenAPI docs."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from deviations.core.models import ApiToken
+from deviations.traces.models import Run, RunTimes
+
+pytestmark = pytest.mark.django_db
+URL = "/api/series/chromium-linux/releases/56.0.2909.0/runs"
+
+
+@pytest.fixture
+def token() -> str:
+    user = get_user_model().objects.create_user("ci", password="x")
+    return ApiToken.issue(user, "CI")[1]
+
+
+@pytest.fixture
+def post(client: Client, committed: Any) -> Any:
+    def send(
+        token: str | None, data: bytes, name: str = "run.json", url: str = URL, **fields: Any
+    ) -> Any:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        upload = io.BytesIO(data)
+        upload.name = name
+        return committed(client.post, url, {"file": upload, **fields}, headers=headers)
+
+    return send
+
+
+def trace_bytes(events: list[dict[str, Any]]) -> bytes:
+    return json.dumps({"traceEvents": events}).encode()
+
+
+def test_upload_needs_a_valid_token(post: Any, client: Client, simple_events) -> None:
+    assert post(None, trace_bytes(simple_events)).status_code == 401
+    assert post("wrong", trace_bytes(simple_events)).status_code == 401
+    assert not Run.objects.exists()
+
+
+def test_upload_ingests_and_reports_status(
+    post: Any, client: Client, token: str, simple_events
+) -> None:
+    response = post(token, trace_bytes(simple_events))
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["status_url"] == f"/api/runs/{body['run']}"
+    assert body["series"] == "chromium-linux"
+    assert body["release"] == "56.0.2909.0"
+    status = client.get(body["status_url"]).json()
+    assert status["status"] == "done"
+    assert status["summary"]["slices"] == 4
+    assert RunTimes.objects.count() == 1
+    assert ApiToken.objects.get().last_used is not None
+
+
+def test_duplicate_upload_is_recognised(
+    post: Any, client: Client, token: str, simple_events
+) -> None:
+    first = post(token, trace_bytes(simple_events)).json()
+    again = post(token, trace_bytes(simple_events), name="other-name.json")
+    assert again.status_code == 200
+    assert again.json()["duplicate"] is True
+    assert again.json()["run"] == first["run"]
+    assert Run.objects.count() == 1
+
+
+def test_bad_trace_gives_a_failed_run_with_its_reason(
+    post: Any, client: Client, token: str
+) -> None:
+    body = client.get(post(token, b"[{", name="broken.json").json()["status_url"]).json()
+    assert body["status"] == "failed"
+    assert body["error"].startswith("broken.json: ")
+    assert not RunTimes.objects.exists()
+
+
+def test_bad_names_are_refused(post: Any, client: Client, token: str, simple_events) -> None:
+    url = "/api/series/bad%20name/releases/1/runs"
+    response = post(token, trace_bytes(simple_events), url=url)
+    assert response.status_code == 400
+    assert "series name" in response.json()["detail"]
+
+
+def test_thread_options_as_form_fields(post: Any, client: Client, token: str) -> None:
+    events = [
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "Worker"}},
+        {"ph": "X", "name": "Job", "pid": 1, "tid": 2, "ts": 0, "dur": 10},
+    ]
+    body = post(
+        token, trace_bytes(events), thread_name="Worker", process_name="x", all_threads="true"
+    ).json()
+    assert client.get(body["status_url"]).json()["status"] == "done"
+
+
+def test_reads_are_open(post: Any, client: Client, token: str, simple_events) -> None:
+    post(token, trace_bytes(simple_events))
+    assert client.get("/api/series").json() == [
+        {"name": "chromium-linux", "description": "", "releases": 1}
+    ]
+    releases = client.get("/api/series/chromium-linux/releases").json()
+    assert releases == [
+        {
+            "version": "56.0.2909.0",
+            "order": None,
+            "runs_done": 1,
+            "runs_failed": 0,
+            "runs_pending": 0,
+        }
+    ]
+    assert client.get("/api/runs/999").status_code == 404
+
+
+def test_openapi_document(client: Client) -> None:
+    doc = client.get("/api/openapi.json").json()
+    assert "/api/series/{name}/releases/{version}/runs" in doc["paths"]
+    assert client.get("/api/docs").status_code == 200
+
+
+def test_create_api_token_command(capsys) -> None:
+    from django.core.management import call_command
+
+    get_user_model().objects.create_user("alice")
+    call_command("create_api_token", "alice", "--name", "laptop")
+    key = capsys.readouterr().out.strip()
+    assert ApiToken.objects.get(key_sha256=ApiToken.hash_key(key)).name == "laptop"
+
+
+def test_an_upload_over_the_limit_is_cut_off(
+    post: Any, client: Client, token: str, settings: Any
+) -> None:
+    settings.DEVIATIONS_MAX_TRACE_BYTES = 1000
+    response = post(token, b"[" + b" " * 5000 + b"]", name="huge.json")
+    assert response.status_code == 413
+    assert response.json()["detail"] == "huge.json: over the limit of 1,000 bytes"
+    assert not Run.objects.exists()
+    missing = client.post(URL, {}, headers={"Authorization": f"Bearer {token}"})
+    assert missing.status_code == 400
+    assert "multipart field 'file'" in missing.json()["detail"]

@@ -1,0 +1,158 @@
+"""The deviation matrix, function and release pages (server side)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from deviations.traces import charts
+from deviations.traces.matrix import MatrixQuery
+from deviations.traces.models import Function
+from tests.conftest import renderer_events
+
+pytestmark = pytest.mark.django_db
+
+PAINT = {
+    "1.0": [100, 104, 98], "1.1": [102, 99, 103], "1.2": [300, 310, 295], "1.3": [301, 299, 306]
+}
+
+
+@pytest.fixture
+def series(tmp_path: Path) -> str:
+    for version, durations in PAINT.items():
+        files = []
+        for k, dur in enumerate(durations):
+            path = tmp_path / f"{version}-{k}.json"
+            events = renderer_events([("Paint", 0, dur), ("Layout", 10_000, 100 + k),
+                                      ("<img src=x onerror=alert(1)>", 20_000, 5 + k)])
+            path.write_text(json.dumps(events))
+            files.append(str(path))
+        call_command("ingest_traces", "--series", "s", "--release", version, *files,
+                     stdout=io.StringIO())
+    return "s"
+
+
+def figure_of(html: str, element_id: str) -> dict[str, Any]:
+    tag = f'<script id="{element_id}" type="application/json">'
+    start = html.index(tag) + len(tag)
+    return json.loads(html[start : html.index("</script>", start)])
+
+
+def test_matrix_page_shows_the_regression(client: Client, series: str) -> None:
+    html = client.get("/series/s/").content.decode()
+    figure = figure_of(html, "matrix-figure")
+    regression = next(t for t in figure["data"] if t["name"] == "regression")
+    assert regression["x"] == ["1.2"]
+    assert regression["y"] == ["Paint"]
+    url = regression["customdata"][0][0]
+    assert url.startswith(f"/series/s/functions/{Function.objects.get(name='Paint').pk}/")
+    assert client.get(url).status_code == 200
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "<img src=x" not in html
+
+
+def test_pages_load_the_plotly_bundle_their_traces_need(
+    client: Client, series: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paint = Function.objects.get(name="Paint")
+    for url in ("/series/s/", f"/series/s/functions/{paint.pk}/?runs=1"):
+        html = client.get(url).content.decode()
+        assert '<script defer src="/static/plotly/plotly-basic.min.js">' in html
+        assert "plotly/plotly.min.js" not in html
+    # Above SVG_MAX_POINTS the matrix is WebGL (scattergl), which the basic bundle lacks.
+    monkeypatch.setattr(charts, "SVG_MAX_POINTS", 0)
+    html = client.get("/series/s/").content.decode()
+    assert {t["type"] for t in figure_of(html, "matrix-figure")["data"]} == {"scattergl"}
+    assert '<script defer src="/static/plotly/plotly.min.js">' in html
+    assert "plotly-basic" not in html
+
+
+def test_controls_round_trip_and_exports(client: Client, series: str) -> None:
+    query = MatrixQuery(metric="total", rule="recommended", q="pai", only=True, sort="name",
+                        first="1.1", per=5)
+    assert MatrixQuery.from_params(dict(pair.split("=") for pair in query.params().split("&"))) \
+        == query
+    page = client.get("/series/s/?" + query.params())
+    assert f'href="/series/s/?{query.params()}"'.replace("&", "&amp;") in page.content.decode()
+    rows = client.get("/series/s/?" + query.params(format="json")).json()
+    assert {r["function"] for r in rows} == {"Paint"}
+    assert {r["from_release"] for r in rows} == {"1.1", "1.2"}  # the range starts at 1.1
+    as_csv = list(csv.DictReader(io.StringIO(
+        client.get("/series/s/?" + query.params(format="csv")).content.decode())))
+    assert [r["to_release"] for r in as_csv] == [r["to_release"] for r in rows]
+    assert client.get("/series/s/matrix.json?" + query.params()).json() == rows
+
+
+def test_matrix_json_equals_the_export_command(client: Client, series: str) -> None:
+    out = io.StringIO()
+    call_command("export", "--series", "s", "--what", "deviations", stdout=out)
+    exported = sorted(json.loads(out.getvalue()), key=lambda r: (r["function"], r["to_release"]))
+    shown = sorted(client.get("/series/s/matrix.json").json(),
+                   key=lambda r: (r["function"], r["to_release"]))
+    assert shown == exported
+
+
+def test_bad_controls_fall_back_to_defaults(client: Client, series: str) -> None:
+    response = client.get("/series/s/?metric=evil&rule=<x>&page=-3&per=abc")
+    assert response.status_code == 200
+    assert MatrixQuery.from_params({"metric": "evil", "page": "-3"}) == MatrixQuery(page=1)
+
+
+def test_function_page_table_and_runs(client: Client, series: str) -> None:
+    paint = Function.objects.get(name="Paint")
+    page = client.get(f"/series/s/functions/{paint.pk}/?runs=1")
+    html = page.content.decode()
+    figure = figure_of(html, "function-figure")
+    runs = next(t for t in figure["data"] if t["name"] == "runs")
+    assert len(runs["y"]) == 12  # 4 releases × 3 runs
+    # x: the release's position, jittered (a strip chart).
+    shown = sorted((round(x), y) for x, y in zip(runs["x"], runs["y"], strict=True))
+    traced = sorted((r, d) for r, durations in enumerate(PAINT.values()) for d in durations)
+    assert [x for x, _ in shown] == [v for v, _ in traced]
+    scale = shown[0][1] / traced[0][1]  # the chart's unit
+    assert [y for _, y in shown] == pytest.approx([d * scale for _, d in traced])
+    assert "narrowing-figure" in html
+    rows = client.get(f"/series/s/functions/{paint.pk}/?format=json").json()
+    assert [r["verdict"] for r in rows] == [None, "nonsignificant_overlap", "regression",
+                                            "nonsignificant_overlap"]
+    # The table words the verdicts as the matrix's legend does; exports keep the codes.
+    assert "<td>regression (slower)</td>" in html
+    assert "<td>no significant difference</td>" in html
+    assert ">nonsignificant_overlap<" not in html
+    assert rows[2]["median"] == pytest.approx(300)
+
+
+def test_release_page_lists_the_top_changes(client: Client, series: str) -> None:
+    html = client.get("/series/s/releases/1.2/").content.decode()
+    assert 'id="regressions"' in html
+    assert "Against 1.1" in html
+    rows = client.get("/series/s/releases/1.2/?format=json").json()
+    assert [(r["function"], r["verdict"]) for r in rows] == [("Paint", "regression")]
+
+
+def test_series_list_shows_the_latest_pair(client: Client, series: str) -> None:
+    html = client.get("/").content.decode()
+    assert "1.2 → 1.3" in html
+    assert client.get("/?format=json").json() == [{
+        "series": "s", "releases": 4, "runs": 12, "latest_from": "1.2", "latest_to": "1.3",
+        "regressions": 0, "improvements": 0,
+    }]
+
+
+def test_function_page_with_the_mean_estimator(client: Client, series: str) -> None:
+    paint = Function.objects.get(name="Paint")
+    rows = client.get(f"/series/s/functions/{paint.pk}/?estimator=mean&rule=recommended"
+                      "&format=json").json()
+    means = [sum(v) / len(v) for v in PAINT.values()]
+    assert [r["mean"] for r in rows] == pytest.approx(means)
+    assert rows[2]["diff"] == pytest.approx(means[2] - means[1])  # the mean's difference
+    assert rows[2]["median"] == pytest.approx(300)  # both intervals are shown
+    assert client.get(f"/series/s/functions/{paint.pk}/?estimator=mean&runs=1").status_code \
+        == 200
