@@ -11,12 +11,12 @@ class CoreConfig(AppConfig):
         from deviations import celery  # noqa: F401
         from deviations.histograms import receivers as histogram_receivers
         from deviations.traces import receivers as trace_receivers
-        from ingest import signals
+        from ingest import services as ingest
 
         # What ingest stores, the features analyse: ingest itself imports no task of ours.
-        signals.run_stored.connect(
+        ingest.run_stored.connect(
             trace_receivers.queue_analysis, dispatch_uid="deviations.traces.analysis"
         )
-        signals.histograms_stored.connect(
+        ingest.histograms_stored.connect(
             histogram_receivers.queue_detection, dispatch_uid="deviations.histograms.detection"
         )

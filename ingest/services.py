@@ -3,13 +3,15 @@
 
 Traces: ``submit_uploads`` (page and API: register, then a task parses), ``get_release``
 and ``ingest_local_file`` (CLI: parse here, now). Histograms: ``store_histogram_file``,
-then ``queue_detection``. Errors are ``UserError`` subclasses (``IngestError``,
+then ``queue_detection``. Signals sent once data is stored: ``run_stored``,
+``histograms_stored``. Errors are ``UserError`` subclasses (``IngestError``,
 ``TraceError``, ``HistogramError``) with "<file>: <reason>" messages.
 """
 
 from ingest.histogram_store import StoredFile, queue_detection, store_histogram_file
 from ingest.histograms import HistogramError, bucket_lower_bounds
 from ingest.runs import IngestError, Registered, ThreadOptions, get_release, ingest_local_file
+from ingest.signals import histograms_stored, run_stored
 from ingest.submit import submit_uploads
 from ingest.traces import TraceError
 from ingest.upload_handlers import check_upload_size
@@ -24,8 +26,10 @@ __all__ = [
     "bucket_lower_bounds",
     "check_upload_size",
     "get_release",
+    "histograms_stored",
     "ingest_local_file",
     "queue_detection",
+    "run_stored",
     "store_histogram_file",
     "submit_uploads",
 ]

@@ -71,30 +71,3 @@ def bucket_labels(edges: np.ndarray) -> list[str]:
         lo_s = f"{lo:g}"
         labels.append(f"≥{lo_s}" if not math.isfinite(hi) else f"[{lo_s}, {hi:g})")
     return labels
-
-
-def overlay_figure(
-    title: str, edges: np.ndarray, before: np.ndarray, after: np.ndarray,
-    before_name: str, after_name: str,
-) -> dict[str, Any]:
-    """Two normalised histograms on the same buckets, overlaid as bars."""
-    labels = bucket_labels(edges)
-
-    def bars(values: np.ndarray, name: str, color: str) -> dict[str, Any]:
-        total = float(np.sum(values))
-        y = (np.asarray(values) / total).tolist() if total > 0 else [0.0] * len(values)
-        return {"type": "bar", "name": plotly_text(name), "x": labels, "y": y,
-                "marker": {"color": color}, "opacity": 0.55,
-                "hovertemplate": "%{x}: %{y:.3%}<extra></extra>"}
-
-    return {
-        "data": [bars(before, before_name, "#2c7fb8"), bars(after, after_name, "#d95f0e")],
-        "layout": {
-            "title": {"text": plotly_text(title)}, "barmode": "overlay", "bargap": 0.05,
-            "xaxis": {"title": {"text": "bucket"}, "type": "category"},
-            "yaxis": {"title": {"text": "share of samples"}, "tickformat": ".0%"},
-            "margin": {"t": 50, "l": 60, "r": 20, "b": 90},
-            "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1,
-                       "xanchor": "right"},
-        },
-    }

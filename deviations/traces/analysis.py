@@ -161,33 +161,6 @@ def _padded(blocks: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-@dataclass(frozen=True)
-class SeriesSamples:
-    """Run times of the analysable releases: arrays of shape (functions, releases, runs)."""
-
-    release_ids: np.ndarray
-    function_ids: np.ndarray
-    self_us: np.ndarray
-    total_us: np.ndarray
-
-    def metric(self, name: str) -> np.ndarray:
-        return self.self_us if name == "self" else self.total_us
-
-
-def load_samples(series: Series) -> SeriesSamples:
-    """The done runs of releases with at least ``MIN_RUNS`` of them, NaN-padded."""
-    columns = current_columns(series)
-    loaded = load_columns(columns, range(len(columns.release_ids)))
-    function_ids = _union_ids(loaded.values())
-    blocks = [_scatter(function_ids, loaded[c]) for c in range(len(columns.release_ids))]
-    return SeriesSamples(
-        columns.release_ids,
-        function_ids,
-        _padded([b[0] for b in blocks]),
-        _padded([b[1] for b in blocks]),
-    )
-
-
 def _union_ids(
     columns: Iterable[list[tuple[np.ndarray, np.ndarray, np.ndarray]]],
     also: np.ndarray | None = None,

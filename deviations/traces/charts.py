@@ -33,11 +33,10 @@ from deviations.stats.compare import (
     NONSIGNIFICANT_OVERLAP,
     REGRESSION,
     SIGNIFICANT_OVERLAP,
-    ComparisonMatrix,
 )
 
 __all__ = ["MATRIX_CUSTOMDATA", "ci_narrowing", "deviation_matrix",
-           "deviation_matrix_from_result", "function_cis", "function_cis_from_result",
+           "function_cis",
            "marker_size", "plotly_text"]
 
 Figure = dict[str, Any]
@@ -288,22 +287,6 @@ def deviation_matrix(
     return {"data": data, "layout": layout}
 
 
-def deviation_matrix_from_result(
-    result: ComparisonMatrix, functions: Sequence[str], releases: Sequence[str],
-    function_urls: Sequence[str] | None = None, **kwargs: Any,
-) -> Figure:
-    """:func:`deviation_matrix` of a :func:`~deviations.stats.compare.compare_matrix` result.
-
-    Uses the per-release intervals of the estimator the verdicts were computed with.
-    """
-    chosen = result.median if result.estimator == "median" else result.mean
-    return deviation_matrix(
-        functions, releases, result.verdict, result.gap, result.diff, result.diff_lo,
-        result.diff_hi, chosen.estimate, chosen.lo, chosen.hi, result.digression,
-        function_urls, **kwargs,
-    )
-
-
 def _eli(name: str, iv: _Intervals | Sequence[npt.ArrayLike], n: int) -> list[Any]:
     """``[estimate, lo, hi]`` of an interval-like object or a 3-sequence, each shape ``(n,)``."""
     parts = (iv.estimate, iv.lo, iv.hi) if hasattr(iv, "estimate") else tuple(iv)  # type: ignore[union-attr]
@@ -426,18 +409,6 @@ def function_cis(
         "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
     }
     return {"data": data, "layout": layout}
-
-
-def function_cis_from_result(
-    result: ComparisonMatrix, f: int, releases: Sequence[str], **kwargs: Any
-) -> Figure:
-    """:func:`function_cis` of row ``f`` (one function) of a ``compare_matrix`` result."""
-    def row(ia: Any) -> list[Any]:
-        return [ia.estimate[f], ia.lo[f], ia.hi[f]]
-
-    return function_cis(releases, row(result.median), row(result.mean), result.verdict[f],
-                        result.digression[f], diff=result.diff[f], gap=result.gap[f],
-                        **kwargs)
 
 
 def ci_narrowing(

@@ -7,6 +7,7 @@ import io
 import itertools
 import json
 import re
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,35 @@ from deviations.traces.models import (
 from tests.conftest import renderer_events
 
 pytestmark = pytest.mark.django_db
+
+
+# The whole series as one array, the input of a full compare_matrix: the oracle the stored,
+# incrementally updated analysis is checked against.
+@dataclass(frozen=True)
+class SeriesSamples:
+    """Run times of the analysable releases: arrays of shape (functions, releases, runs)."""
+
+    release_ids: np.ndarray
+    function_ids: np.ndarray
+    self_us: np.ndarray
+    total_us: np.ndarray
+
+    def metric(self, name: str) -> np.ndarray:
+        return self.self_us if name == "self" else self.total_us
+
+
+def load_samples(series: Series) -> SeriesSamples:
+    """The done runs of releases with at least two of them, NaN-padded."""
+    columns = analysis.current_columns(series)
+    loaded = analysis.load_columns(columns, range(len(columns.release_ids)))
+    function_ids = analysis._union_ids(loaded.values())
+    blocks = [analysis._scatter(function_ids, loaded[c]) for c in range(len(columns.release_ids))]
+    return SeriesSamples(
+        columns.release_ids,
+        function_ids,
+        analysis._padded([b[0] for b in blocks]),
+        analysis._padded([b[1] for b in blocks]),
+    )
 
 
 def export(what: str, **opts: str) -> list[dict[str, Any]]:
@@ -161,7 +191,7 @@ def test_samples_treat_absent_functions_as_zero(tmp_path: Path) -> None:
     extra.write_text(json.dumps(renderer_events([("Rare", 0, 7)])))
     call_command("ingest_traces", "--series", "s", "--release", "2", str(extra),
                  stdout=io.StringIO())
-    samples = analysis.load_samples(Series.objects.get(name="s"))
+    samples = load_samples(Series.objects.get(name="s"))
     assert samples.self_us.shape == (3, 2, 3)  # Layout, Paint, Rare × 2 releases × 3 runs
     rare = list(samples.function_ids).index(max(samples.function_ids))
     np.testing.assert_array_equal(samples.self_us[rare, 1], [0, 0, 7])
@@ -339,7 +369,7 @@ def test_full_recompute_agrees_with_compare_matrix() -> None:
     for number in range(12):
         data.add_runs(number, int(data.rng.integers(2, 6)))
     analysis.analyse_series(data.series.pk)
-    samples = analysis.load_samples(data.series)
+    samples = load_samples(data.series)
     stored = stored_arrays(data.series)
     for (metric, estimator, rule), got in stored.items():
         expected = compare_matrix(samples.metric(metric), analysis.CONFIDENCE, rule=rule,

@@ -4,18 +4,48 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from deviations.stats.compare import compare_matrix
+from deviations.stats.compare import ComparisonMatrix, compare_matrix
 from deviations.traces import charts
 
 NAN = float("nan")
 EVIL_FUNCTION = "<img src=x onerror=alert(1)>"
 EVIL_RELEASE = "<b>57.0.2910.0</b>"
+
+
+# What a page would pass from a whole compare_matrix result (the pages read stored arrays).
+def matrix_of_result(
+    result: ComparisonMatrix, functions: Sequence[str], releases: Sequence[str],
+    function_urls: Sequence[str] | None = None, **kwargs: Any,
+) -> dict[str, Any]:
+    """:func:`deviation_matrix` of a :func:`~deviations.stats.compare.compare_matrix` result.
+
+    Uses the per-release intervals of the estimator the verdicts were computed with.
+    """
+    chosen = result.median if result.estimator == "median" else result.mean
+    return charts.deviation_matrix(
+        functions, releases, result.verdict, result.gap, result.diff, result.diff_lo,
+        result.diff_hi, chosen.estimate, chosen.lo, chosen.hi, result.digression,
+        function_urls, **kwargs,
+    )
+
+
+def cis_of_result(
+    result: ComparisonMatrix, f: int, releases: Sequence[str], **kwargs: Any
+) -> dict[str, Any]:
+    """:func:`function_cis` of row ``f`` (one function) of a ``compare_matrix`` result."""
+    def row(ia: Any) -> list[Any]:
+        return [ia.estimate[f], ia.lo[f], ia.hi[f]]
+
+    return charts.function_cis(releases, row(result.median), row(result.mean), result.verdict[f],
+                        result.digression[f], diff=result.diff[f], gap=result.gap[f],
+                        **kwargs)
 
 
 def trace(fig: dict[str, Any], name: str) -> dict[str, Any]:
@@ -360,7 +390,7 @@ def test_matrix_from_real_compare_matrix() -> None:
     result = compare_matrix(samples)
     functions = [f"f{i}" for i in range(n_f)]
     releases = [f"1.{r}" for r in range(n_r)]
-    fig = charts.deviation_matrix_from_result(result, functions, releases,
+    fig = matrix_of_result(result, functions, releases,
                                               [f"/f/{i}/" for i in range(n_f)])  # fmt: skip
     reg, imp = trace(fig, "regression"), trace(fig, "improvement")
     assert ("f0", "1.4") in zip(reg["y"], reg["x"], strict=True)
@@ -378,7 +408,7 @@ def test_matrix_from_real_compare_matrix() -> None:
     assert cd["gap"] == pytest.approx(result.gap[0, 3] / 1000, rel=1e-3)
     dumps(fig)
 
-    cis = charts.function_cis_from_result(result, 1, releases, samples=samples[1].tolist())
+    cis = cis_of_result(result, 1, releases, samples=samples[1].tolist())
     assert trace(cis, "regression")["x"] == [2]
     assert trace(cis, "improvement")["x"] == [5]
     assert trace(cis, "regression")["marker"]["line"]["width"] == [2]
