@@ -21,8 +21,7 @@ from typing import Any, BinaryIO
 
 from django.db import IntegrityError, transaction
 
-from deviations.core.db import IN_BATCH as _IN_BATCH
-from deviations.core.db import INSERT_BATCH
+from deviations.core.db import INSERT_BATCH, batches
 from deviations.core.packing import name_digest, pack
 from deviations.core.versions import sort_key
 from deviations.histograms.models import HistogramSnapshot, Probe
@@ -154,16 +153,16 @@ def _existing(
     fields = ("probe_id", "build_id", "id", "content_sha1")
     if len(by_build) <= len(by_probe):
         for build_id, ids in by_build.items():
-            for i in range(0, len(ids), _IN_BATCH):
+            for chunk in batches(ids):
                 rows = HistogramSnapshot.objects.filter(
-                    build_id=build_id, probe_id__in=ids[i : i + _IN_BATCH]
+                    build_id=build_id, probe_id__in=chunk
                 ).values_list(*fields)
                 found.update({(p, b): (pk, sha) for p, b, pk, sha in rows})
     else:
         for probe_id, builds in by_probe.items():
-            for i in range(0, len(builds), _IN_BATCH):
+            for chunk in batches(builds):
                 rows = HistogramSnapshot.objects.filter(
-                    probe_id=probe_id, build_id__in=builds[i : i + _IN_BATCH]
+                    probe_id=probe_id, build_id__in=chunk
                 ).values_list(*fields)
                 found.update({(p, b): (pk, sha) for p, b, pk, sha in rows})
     return found
@@ -179,8 +178,8 @@ def _probes(records: Iterable[HistogramRecord]) -> dict[str, Probe]:
     digests = {name_digest(n): n for n in wanted}
     found: dict[str, Probe] = {}
     keys = list(digests)
-    for i in range(0, len(keys), _IN_BATCH):
-        for p in Probe.objects.filter(name_sha1__in=keys[i : i + _IN_BATCH]):
+    for chunk in batches(keys):
+        for p in Probe.objects.filter(name_sha1__in=chunk):
             found[p.name] = p
     missing = [
         Probe(
@@ -196,8 +195,8 @@ def _probes(records: Iterable[HistogramRecord]) -> dict[str, Probe]:
     for p in Probe.objects.bulk_create(missing, batch_size=INSERT_BATCH):
         found[p.name] = p
     if any(p.pk is None for p in found.values()):  # backends that return no ids
-        for i in range(0, len(keys), _IN_BATCH):
-            for p in Probe.objects.filter(name_sha1__in=keys[i : i + _IN_BATCH]):
+        for chunk in batches(keys):
+            for p in Probe.objects.filter(name_sha1__in=chunk):
                 found[p.name] = p
     grown = []
     for n, p in found.items():

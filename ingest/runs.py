@@ -25,7 +25,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from deviations.core.db import IN_BATCH as _IN_BATCH
+from deviations.core.db import IN_BATCH, batches
 from deviations.core.errors import UserError
 from deviations.core.versions import check_series_name, check_version
 from deviations.traces.models import Function, Release, Run, RunTimes, Series
@@ -265,8 +265,7 @@ def _function_ids(series: Series, names: list[str]) -> np.ndarray:
     """Ids of these function names in the series, creating the missing ones."""
     digests = [Function.digest(n) for n in names]
     known: dict[str, int] = {}
-    for i in range(0, len(digests), _IN_BATCH):
-        chunk = digests[i : i + _IN_BATCH]
+    for chunk in batches(digests):
         known.update(
             Function.objects.filter(series=series, name_sha1__in=chunk).values_list(
                 "name_sha1", "id"
@@ -279,13 +278,13 @@ def _function_ids(series: Series, names: list[str]) -> np.ndarray:
     ]
     if missing:
         # ignore_conflicts: a concurrent ingest of the same series may create the same names.
-        Function.objects.bulk_create(missing, batch_size=_IN_BATCH, ignore_conflicts=True)
+        Function.objects.bulk_create(missing, batch_size=IN_BATCH, ignore_conflicts=True)
         new = [f.name_sha1 for f in missing]
-        for i in range(0, len(new), _IN_BATCH):
+        for chunk in batches(new):
             known.update(
-                Function.objects.filter(
-                    series=series, name_sha1__in=new[i : i + _IN_BATCH]
-                ).values_list("name_sha1", "id")
+                Function.objects.filter(series=series, name_sha1__in=chunk).values_list(
+                    "name_sha1", "id"
+                )
             )
     return np.fromiter((known[d] for d in digests), dtype=np.int64, count=len(digests))
 

@@ -95,6 +95,7 @@ from ingest import reading
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "MAX_NAME_CHARS",
+    "MAX_TIME_US",
     "FunctionTimes",
     "ParseSummary",
     "ThreadRef",
@@ -108,6 +109,9 @@ DEFAULT_MAX_BYTES = 2 * 1024**3
 #: Names longer than this are shortened (see the module docstring): a database index and a
 #: chart label cannot hold megabytes, and no real function name comes near it.
 MAX_NAME_CHARS = 1_000
+#: Largest |ts| and dur accepted, in µs: float64 holds every integer up to 2**53 (285
+#: years of microseconds); anything larger is corrupt and would lose precision or overflow.
+MAX_TIME_US = float(2**53)
 #: Chrome writes dur = -1 for a complete event that was still running when tracing stopped.
 _UNFINISHED_DUR = -1.0
 #: Threads listed in the "selected thread absent" message, and unnamed processes in a note.
@@ -386,6 +390,15 @@ def _parse(
     if np.isnan(ev_ts).any():
         bad = int(sel[np.flatnonzero(np.isnan(ev_ts))[0]])
         raise TraceError(f"{name}: event #{bad} (phase {_PHASES[code[bad]]}) has no 'ts'")
+    # Times are microseconds held in float64: beyond 2**53 they lose whole microseconds,
+    # and 1e308 + 1e308 overflows to infinity, which no statistic can use.
+    absurd = ~(np.abs(ev_ts) <= MAX_TIME_US) | ((ev_code == _X) & (ev_dur > MAX_TIME_US))
+    if absurd.any():
+        bad = int(sel[np.flatnonzero(absurd)[0]])
+        raise TraceError(
+            f"{name}: event #{bad} has a time out of range (ts={ts[bad]:g}, dur={dur[bad]:g}): "
+            f"timestamps and durations must be finite microseconds of at most {MAX_TIME_US:,}"
+        )
     negative = (ev_code == _X) & (ev_dur < 0) & (ev_dur != _UNFINISHED_DUR)
     if negative.any():
         bad = int(sel[np.flatnonzero(negative)[0]])

@@ -18,6 +18,7 @@ import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
+from deviations.core.db import batches
 from deviations.core.packing import pack, unpack
 from deviations.core.versions import sort_key
 from deviations.histograms.models import (
@@ -53,9 +54,9 @@ def load_series(probe_ids: Iterable[int]) -> list[ProbeSeries]:
     ids = list(probe_ids)
     probes = {p.pk: p for p in Probe.objects.filter(pk__in=ids)}
     rows: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
-    for i in range(0, len(ids), _BATCH):
+    for chunk in batches(ids, _BATCH):
         query = (
-            HistogramSnapshot.objects.filter(probe_id__in=ids[i : i + _BATCH])
+            HistogramSnapshot.objects.filter(probe_id__in=chunk)
             .order_by("probe_id", "sort_key", "id")
             .values_list("probe_id", "build_id", "edges", "counts", "normalised", "total")
         )
@@ -88,8 +89,8 @@ def detect(probe_ids: Iterable[int] | None = None) -> list[int]:
     )
     defaults = HistogramRuleDefaults.current()
     groups: dict[tuple[Any, ...], list[tuple[ProbeSeries, str, dict[str, Any]]]] = {}
-    for i in range(0, len(ids), _BATCH):
-        for series in load_series(ids[i : i + _BATCH]):
+    for chunk in batches(ids, _BATCH):
+        for series in load_series(chunk):
             rule, params = rule_of(series.probe, defaults)
             key = (rule, tuple(sorted(params.items())), series.counts.shape)
             groups.setdefault(key, []).append((series, rule, params))
@@ -135,11 +136,9 @@ def _store_scans(probes: list[Probe], now: Any) -> None:
 def _insert_new(candidates: list[HistogramChange]) -> list[int]:
     known: set[tuple[int, str]] = set()
     probe_ids = sorted({c.probe_id for c in candidates})
-    for i in range(0, len(probe_ids), _BATCH):
+    for chunk in batches(probe_ids, _BATCH):
         known.update(
-            HistogramChange.objects.filter(probe_id__in=probe_ids[i : i + _BATCH]).values_list(
-                "probe_id", "build_id"
-            )
+            HistogramChange.objects.filter(probe_id__in=chunk).values_list("probe_id", "build_id")
         )
     new = [c for c in candidates if (c.probe_id, c.build_id) not in known]
     if not new:

@@ -48,6 +48,7 @@ import numpy as np
 from django.db.models import Max
 from django.utils import timezone
 
+from deviations.core.db import batches
 from deviations.stats.compare import (
     benjamini_hochberg_rejections,
     digressions,
@@ -110,6 +111,9 @@ def current_columns(series: Series) -> Columns:
     )
 
 
+#: Packed runs fetched by one query (~48 kB each at 2,000 functions: ~25 MB a query).
+_RUNS_PER_QUERY = 500
+
 # One loaded column: per run (function ids, self µs, total µs).
 Loaded = dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]
 
@@ -119,8 +123,8 @@ def load_columns(columns: Columns, cols: Iterable[int]) -> Loaded:
     wanted = {int(c): columns.run_ids[c] for c in cols}
     ids = [int(r) for run_ids in wanted.values() for r in run_ids]
     packed: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    for start in range(0, len(ids), 500):
-        query = RunTimes.objects.filter(run_id__in=ids[start : start + 500])
+    for chunk in batches(ids, _RUNS_PER_QUERY):
+        query = RunTimes.objects.filter(run_id__in=chunk)
         for run_id, fids, self_us, total_us in store.binary_values(
             query, ("run_id", "function_ids", "self_us", "total_us")
         ):

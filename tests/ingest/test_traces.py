@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from ingest import traces
 from ingest.traces import FunctionTimes, ParseSummary, TraceError, parse_trace
+from tests.conftest import renderer_events
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 TRACES = DATA / "traces"
@@ -884,3 +885,26 @@ def test_the_parser_imports_no_django() -> None:
         text=True,
     )
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("ts", "dur"),
+    [(1e308, 1e308), (1.0, 1e308), (-1e308, 10.0), (2.0**53 + 2, 1.0), (1.0, float(2**54))],
+)
+def test_times_out_of_range_are_refused(ts: float, dur: float) -> None:
+    events = renderer_events([("Paint", 0, 10), ("Huge", ts, dur)])
+    with pytest.raises(TraceError, match=r"^t\.json: event #3 has a time out of range"):
+        parse_trace(json.dumps(events).encode(), display_name="t.json")
+
+
+def test_infinity_written_as_a_huge_literal_is_refused() -> None:
+    raw = json.dumps(renderer_events([("Paint", 0, 10)])).replace('"dur": 10', '"dur": 1e999')
+    with pytest.raises(TraceError, match="time out of range"):
+        parse_trace(raw.encode(), display_name="t.json")
+
+
+def test_the_largest_accepted_time_gives_finite_times() -> None:
+    top = float(2**53)
+    result = parse_trace(json.dumps(renderer_events([("A", top - 10, 10)])).encode())
+    assert np.isfinite(result.total_us).all()
+    assert result.total_us.tolist() == [10.0]

@@ -11,7 +11,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from deviations.core.models import ApiToken
-from deviations.traces.models import Run, RunTimes
+from deviations.traces.models import Run, RunTimes, Series, SeriesAnalysis
+from tests.conftest import renderer_events
 
 pytestmark = pytest.mark.django_db
 URL = "/api/series/chromium-linux/releases/56.0.2909.0/runs"
@@ -144,3 +145,26 @@ def test_an_upload_over_the_limit_is_cut_off(
     missing = client.post(URL, {}, headers={"Authorization": f"Bearer {token}"})
     assert missing.status_code == 400
     assert "multipart field 'file'" in missing.json()["detail"]
+
+
+def test_absurd_times_fail_the_run_and_never_stop_the_series(
+    post: Any, client: Client, token: str, simple_events
+) -> None:
+    """Hardening #1: ts + dur = 1e308 + 1e308 overflowed to infinity, was stored as done, and
+    every later analysis of the series raised. Now the run fails with the reason, and the
+    series goes on being analysed."""
+    for i in range(2):  # two runs: a release the analysis would use
+        poison = renderer_events([("Paint", i, 1000), ("Huge", 1e308, 1e308)])
+        sent = post(token, trace_bytes(poison), name=f"poison{i}.json").json()
+        body = client.get(sent["status_url"]).json()
+        assert body["status"] == "failed"
+        assert body["error"].startswith(f"poison{i}.json: event #3 has a time out of range")
+    for i in range(4):  # two good runs in the poisoned release and two in the next one
+        url = URL if i < 2 else URL.replace("56.0.2909.0", "56.0.2910.0")
+        events = renderer_events([("Paint", i, 1000 + i), ("Layout", 2000, 50)])
+        response = post(token, trace_bytes(events), name=f"good{i}.json", url=url)
+        assert response.status_code == 201, response.content
+        assert client.get(response.json()["status_url"]).json()["status"] == "done"
+    series = Series.objects.get(name="chromium-linux")
+    assert SeriesAnalysis.objects.filter(series=series).exists()
+    assert RunTimes.objects.count() == 4
