@@ -181,8 +181,11 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="deviations@localhost
 # Detection also runs after every ingest; the hourly pass picks up rule parameters edited
 # in the admin. Links in alert emails (charts, unsubscribe) start with DEVIATIONS_SITE_URL.
 CELERY_BEAT_SCHEDULE = {
-    # Each finished run queues its series' analysis; this catches the ones lost on the way.
-    "analyse-stale-series": {"task": "deviations.analyse_stale_series", "schedule": 10 * 60},
+    # Sweepers: the database records the work; a task message lost with a broker that was
+    # down or restarted (it keeps nothing on disk) is sent again (deviations.core.queue).
+    "requeue-pending-runs": {"task": "deviations.requeue_pending_runs", "schedule": 60},
+    "analyse-stale-series": {"task": "deviations.analyse_stale_series", "schedule": 2 * 60},
+    "detect-stale-probes": {"task": "deviations.detect_stale_probes", "schedule": 2 * 60},
     "detect-histogram-changes": {"task": "deviations.detect_histogram_changes",
                                  "schedule": 60 * 60},
     "notify-series-regressions": {"task": "deviations.notify_series_regressions",

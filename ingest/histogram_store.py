@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from deviations.core.db import INSERT_BATCH, batches
 from deviations.core.packing import name_digest, pack
@@ -95,6 +96,7 @@ def _content_digest(rec: HistogramRecord) -> str:
 
 def _store(records: list[HistogramRecord], name: str, user: Any) -> StoredFile:
     created = replaced = unchanged = 0
+    now = timezone.now()
     with transaction.atomic():
         probes = _probes(records)
         existing = _existing(records, probes)
@@ -122,13 +124,14 @@ def _store(records: list[HistogramRecord], name: str, user: Any) -> StoredFile:
                 unchanged += 1
             else:
                 snapshot.pk = found[0]
+                snapshot.updated = now  # bulk_update skips auto_now; the sweeper reads it
                 changed.append(snapshot)
         # bulk_create skips save(), so sort_key is set above.
         HistogramSnapshot.objects.bulk_create(new, batch_size=INSERT_BATCH)
         HistogramSnapshot.objects.bulk_update(
             changed,
             ["edges", "counts", "normalised", "total", "sum", "source", "content_sha1",
-             "uploaded_by"],
+             "uploaded_by", "updated"],
             batch_size=INSERT_BATCH,
         )
         created, replaced = len(new), len(changed)

@@ -12,7 +12,7 @@ from ingest.histogram_store import StoredFile, queue_detection, store_histogram_
 from ingest.histograms import HistogramError, bucket_lower_bounds
 from ingest.runs import IngestError, Registered, ThreadOptions, get_release, ingest_local_file
 from ingest.signals import histograms_stored, run_stored
-from ingest.submit import submit_uploads
+from ingest.submit import Submission, submit_uploads
 from ingest.traces import TraceError
 from ingest.upload_handlers import check_upload_size
 
@@ -21,6 +21,7 @@ __all__ = [
     "IngestError",
     "Registered",
     "StoredFile",
+    "Submission",
     "ThreadOptions",
     "TraceError",
     "bucket_lower_bounds",

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 from django.db import transaction
 
 from deviations.traces.models import Run
 from ingest.runs import Registered, ThreadOptions, get_release, register_run
-from ingest.tasks import ingest_run
+from ingest.tasks import queue_ingest
+
+
+@dataclass
+class Submission:
+    """What one upload registered. ``unqueued``: runs whose task could not reach the broker
+    (they stay pending; ``ingest.tasks.requeue_pending`` sends them again once it is back)."""
+
+    batch: uuid.UUID
+    registered: list[Registered]
+    unqueued: set[int] = field(default_factory=set)
 
 
 def submit_uploads(
@@ -21,21 +32,28 @@ def submit_uploads(
     *,
     order: int | None = None,
     user: Any = None,
-) -> tuple[uuid.UUID, list[Registered]]:
+) -> Submission:
     """Register each (name, stream) as a run of the release and queue the pending ones.
 
     The task is sent once the run's row is committed, so a worker never looks for a run
-    that is not there yet. Raises ``ingest.runs.IngestError`` for a bad series or version.
+    that is not there yet. A file already registered and still waiting for a worker is
+    queued again (the task is idempotent), so sending it again is a retry. A broker that
+    cannot be reached leaves the runs pending, never an error: the data is stored.
+    Raises ``ingest.runs.IngestError`` for a bad series or version.
     """
-    batch = uuid.uuid4()
     release = get_release(series_name, version, order)
-    registered = []
+    submission = Submission(uuid.uuid4(), [])
+
+    def send(run_id: int) -> None:
+        if not queue_ingest(run_id):
+            submission.unqueued.add(run_id)
+
     for name, stream in files:
         entry = register_run(
-            release, stream, name, options, keep_upload=True, batch=batch, user=user
+            release, stream, name, options, keep_upload=True, batch=submission.batch, user=user
         )
-        registered.append(entry)
-        if entry.run.status == Run.PENDING and not entry.duplicate:
-            run_id = entry.run.pk
-            transaction.on_commit(lambda run_id=run_id: ingest_run.delay(run_id))
-    return batch, registered
+        submission.registered.append(entry)
+        run = entry.run
+        if run.status == Run.PENDING and (not entry.duplicate or run.started is None):
+            transaction.on_commit(lambda run_id=run.pk: send(run_id))
+    return submission

@@ -1,17 +1,29 @@
-"""The ingest task: parse one uploaded trace and store its times. Thin and idempotent.
+"""The ingest task (parse one uploaded trace, store its times) and its sweeper.
+
+Thin and idempotent. A run is stored before its task is sent; if the broker is down, or
+loses the message (a Redis that keeps nothing on disk), ``requeue_pending`` finds the run
+in the database and sends it again (beat, every minute).
 
 The task keeps its historical name (``deviations.ingest_run``) so that messages queued by
 an earlier version are still consumed after an upgrade.
 """
 
+from datetime import timedelta
+
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import InterfaceError, OperationalError
+from django.db.models import Q
 from django.utils import timezone
 
+from deviations.core.queue import enqueue
 from deviations.traces.models import Run
 from ingest import runs
 from ingest.signals import run_stored
+
+#: A run whose task reached the broker this long ago without being started is sent again
+#: (its message was lost, or every worker was busy that long: a second message is harmless).
+REQUEUE_AFTER = timedelta(minutes=10)
 
 
 def _fail(run_id: int, reason: str) -> None:
@@ -44,3 +56,25 @@ def ingest_run(run_id: int) -> str:
     if run.status == Run.DONE:
         run_stored.send(sender=Run, series_id=run.series_id)
     return run.status
+
+
+def queue_ingest(run_id: int) -> bool:
+    """Send the run's ingest task; record when it reached the broker. False if it did not."""
+    sent = enqueue(ingest_run, run_id)
+    if sent:
+        Run.objects.filter(pk=run_id, status=Run.PENDING).update(queued_at=timezone.now())
+    return sent
+
+
+@shared_task(name="deviations.requeue_pending_runs")
+def requeue_pending() -> list[int]:
+    """Send again the pending runs whose task never reached the broker, reached it more than
+    ``REQUEUE_AFTER`` ago without being started, or whose worker's claim went stale."""
+    now = timezone.now()
+    waiting = Run.objects.filter(status=Run.PENDING).exclude(upload="")
+    never = Q(started__isnull=True) & (
+        Q(queued_at__isnull=True) | Q(queued_at__lt=now - REQUEUE_AFTER)
+    )
+    stale = Q(started__lt=now - runs.STALE_CLAIM)
+    ids = list(waiting.filter(never | stale).order_by("pk").values_list("pk", flat=True))
+    return [run_id for run_id in ids if queue_ingest(run_id)]

@@ -25,7 +25,7 @@ def upload(request: HttpRequest) -> HttpResponse:
         check_upload_size(request)
         if form.is_valid():
             data = form.cleaned_data
-            batch, _ = submit_uploads(
+            submission = submit_uploads(
                 data["series"],
                 data["release"],
                 [(f.name, f) for f in data["files"]],
@@ -33,7 +33,7 @@ def upload(request: HttpRequest) -> HttpResponse:
                 order=data["order"],
                 user=request.user,
             )
-            url = reverse("upload_status", args=[batch])
+            url = reverse("upload_status", args=[submission.batch])
             return JsonResponse({"status_url": url}) if wants_json else redirect(url)
     except TooLargeError as exc:
         form.add_error("files", form_error(exc))

@@ -3,8 +3,9 @@
 
 from typing import Any
 
+from deviations.core.queue import enqueue
 from deviations.histograms.tasks import detect_histogram_changes
 
 
 def queue_detection(sender: Any, probe_ids: list[int], **kwargs: Any) -> None:
-    detect_histogram_changes.delay(list(probe_ids))
+    enqueue(detect_histogram_changes, list(probe_ids))

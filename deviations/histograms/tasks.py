@@ -5,8 +5,11 @@ Thin and idempotent (docs/histograms.md); names keep their historical prefix.
 
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
+from django.db.models import F, Max, Q
 
+from deviations.core.queue import enqueue
 from deviations.histograms import detection, notify
+from deviations.histograms.models import Probe
 
 
 @shared_task(
@@ -20,7 +23,7 @@ def detect_histogram_changes(probe_ids: list[int] | None = None) -> int:
     second run stores nothing new and so alerts nobody."""
     new = detection.detect(probe_ids)
     if new:
-        notify_histogram_changes.delay(new)
+        enqueue(notify_histogram_changes, new)
     return len(new)
 
 
@@ -33,3 +36,17 @@ def detect_histogram_changes(probe_ids: list[int] | None = None) -> int:
 def notify_histogram_changes(change_ids: list[int]) -> int:
     """Email each change's subscribers; an alert already claimed is never sent again."""
     return notify.notify_histogram_changes(change_ids)
+
+
+@shared_task(name="deviations.detect_stale_probes")
+def detect_stale_probes() -> list[int]:
+    """Queue detection on the probes with histograms stored since their last scan (a
+    detection lost with a broker that was down or restarted); beat, every two minutes."""
+    stale = list(
+        Probe.objects.annotate(last=Max("snapshots__updated"))
+        .filter(Q(detected_at__isnull=True) | Q(last__gt=F("detected_at")), last__isnull=False)
+        .order_by("pk").values_list("pk", flat=True)
+    )
+    if stale:
+        enqueue(detect_histogram_changes, stale)
+    return stale

@@ -32,6 +32,13 @@ class RunOut(Schema):
     status_url: str
     page_url: str
     duplicate: bool = False
+    note: str = ""
+
+
+QUEUED_NOTE = (
+    "queued: the stored run waits for a worker; the task queue cannot be reached now and "
+    "the run is sent to it again automatically once it is back"
+)
 
 
 class ReleaseOut(Schema):
@@ -88,7 +95,7 @@ def upload_run(
     check_upload_size(request)
     if file is None:
         raise UserError("no file: send the trace as the multipart field 'file'")
-    _, registered = submit_uploads(
+    submission = submit_uploads(
         name,
         version,
         [(file.name or "upload", file)],
@@ -96,9 +103,12 @@ def upload_run(
         order=order,
         user=request.auth,
     )
-    entry = registered[0]
+    entry = submission.registered[0]
     entry.run.refresh_from_db()
-    return Status(200 if entry.duplicate else 201, run_out(entry.run, entry.duplicate))
+    out = run_out(entry.run, entry.duplicate)
+    if entry.run.pk in submission.unqueued:
+        out["note"] = QUEUED_NOTE
+    return Status(200 if entry.duplicate else 201, out)
 
 
 @router.get("/runs/{run_id}", response=RunOut, summary="A run's status and parse summary")

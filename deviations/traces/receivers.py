@@ -2,8 +2,9 @@
 
 from typing import Any
 
+from deviations.core.queue import enqueue
 from deviations.traces.tasks import analyse_series
 
 
 def queue_analysis(sender: Any, series_id: int, **kwargs: Any) -> None:
-    analyse_series.delay(series_id)
+    enqueue(analyse_series, series_id)

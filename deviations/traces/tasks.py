@@ -7,6 +7,7 @@ historical ``deviations.`` prefix so queued messages survive an upgrade.
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
+from deviations.core.queue import enqueue
 from deviations.traces import analysis, notify
 from deviations.traces.models import Series
 
@@ -36,7 +37,7 @@ def analyse_stale_series() -> list[int]:
     """
     stale = [s.pk for s in Series.objects.all() if not analysis.is_up_to_date(s)]
     for series_id in stale:
-        analyse_series.delay(series_id)
+        enqueue(analyse_series, series_id)
     return stale
 
 
