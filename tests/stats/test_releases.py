@@ -363,3 +363,58 @@ def test_pieces_rebuild_compare_matrix(estimator):
     np.testing.assert_array_equal(q, rec.q_value)
     assert np.any(verdict == REGRESSION)
     assert np.any(verdict == IMPROVEMENT)
+
+
+# --- the metric's direction -------------------------------------------------------------
+
+
+def test_direction_decides_which_increase_is_a_regression():
+    up = compare(BASE, BASE * 1.5, direction="higher_is_better")
+    assert up.verdict == "improvement"
+    assert up.diff > 0  # the difference stays later − earlier
+    assert up.diff == compare(BASE, BASE * 1.5).diff
+    down = compare(BASE * 1.5, BASE, direction="higher_is_better")
+    assert down.verdict == "regression"
+    assert down.diff < 0
+    same = compare(BASE, BASE, direction="higher_is_better")
+    assert same.verdict == "nonsignificant_overlap"
+    with pytest.raises(ValueError, match="direction"):
+        compare(BASE, BASE, direction="up")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("rule", ["paper", "recommended"])
+def test_matrix_direction_swaps_only_the_deviation_codes(rule):
+    rng = np.random.default_rng(3)
+    x = rng.lognormal(0.0, 0.05, (3, 24, 10))
+    x[0, 8:16] *= 2.5  # up at pair 7, back down at pair 15
+    x[1, 12:] *= 0.5  # down at pair 11
+    lower = compare_matrix(x, rule=rule)
+    higher = compare_matrix(x, rule=rule, direction="higher_is_better")
+    assert lower.direction == "lower_is_better"
+    assert higher.direction == "higher_is_better"
+    swap = {REGRESSION: IMPROVEMENT, IMPROVEMENT: REGRESSION}
+    expected = np.vectorize(lambda c: swap.get(int(c), int(c)))(lower.verdict)
+    np.testing.assert_array_equal(higher.verdict, expected)
+    assert higher.verdict[0, 7] == IMPROVEMENT
+    assert higher.verdict[0, 15] == REGRESSION
+    assert higher.verdict[1, 11] == REGRESSION
+    for name in ("gap", "diff", "diff_lo", "diff_hi", "p_value", "q_value", "shift"):
+        np.testing.assert_array_equal(getattr(higher, name), getattr(lower, name))
+    # A temporary rise is a digression whichever direction is better.
+    np.testing.assert_array_equal(higher.digression, lower.digression)
+    assert np.flatnonzero(higher.digression[0]).tolist() == [7]
+    with pytest.raises(ValueError, match="direction"):
+        compare_matrix(x, rule=rule, direction="sideways")  # type: ignore[arg-type]
+
+
+def test_recommended_verdicts_take_the_direction():
+    x = _stepped_samples(3)
+    w = window_tests(x)
+    paired = np.ones(w.p_value.shape, dtype=bool)
+    _, lower = recommended_verdicts(w.p_value, w.z, w.shift, paired)
+    _, higher = recommended_verdicts(
+        w.p_value, w.z, w.shift, paired, direction="higher_is_better"
+    )
+    assert np.any(lower == REGRESSION)
+    np.testing.assert_array_equal(higher == IMPROVEMENT, lower == REGRESSION)
+    np.testing.assert_array_equal(higher == REGRESSION, lower == IMPROVEMENT)
