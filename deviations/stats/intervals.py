@@ -7,23 +7,30 @@ is not at least two finite numbers. Their vectorised counterparts
 arrays of shape ``(..., n_runs)`` where a ragged number of runs is padded with NaN;
 cells with fewer than two runs give NaN. The scalar functions call the vectorised
 ones, so both agree up to floating-point summation order.
+
+Every interval is an :class:`Interval` ``(estimate, lo, hi)``; the vectorised functions
+return its array form :class:`IntervalArray`, which adds what a difference interval is
+built from (standard error, degrees of freedom, run count). Differences are later −
+earlier: ``estimate(b) - estimate(a)``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-# scipy.special, not scipy.stats: the same quantiles at a fifth of the import time, which
-# every CLI command and worker start pays.
+# scipy.special, not scipy.stats: the same quantiles at a fraction of the import time, which
+# every CLI command and worker start pays (docs/statistics.md, "Import time").
 from scipy import special  # type: ignore[import-untyped]  # no scipy-stubs in the venv
 
+from ._checks import as_sample, check_confidence
 from ._typing import FloatArray, IntArray
 
 __all__ = [
+    "MIN_RUNS",
     "Interval",
     "IntervalArray",
     "diff_ci_array",
@@ -39,19 +46,27 @@ __all__ = [
 MIN_RUNS = 2
 """Fewest runs an interval is computed from: one run has no spread to estimate."""
 
-
-@dataclass(frozen=True)
-class Interval:
-    """A point estimate with a two-sided confidence interval ``[lo, hi]``."""
-
-    estimate: float
-    lo: float
-    hi: float
+V = TypeVar("V", float, FloatArray)
 
 
 @dataclass(frozen=True)
-class IntervalArray:
-    """Element-wise intervals of a vectorised computation.
+class Interval(Generic[V]):
+    """A point estimate with a two-sided confidence interval ``[lo, hi]``.
+
+    The one interval type of the package: the fields are floats for one interval
+    (``Interval[float]``) or arrays of one shape for many (``Interval[FloatArray]``, see
+    :class:`IntervalArray`). A difference is always later − earlier.
+    """
+
+    estimate: V
+    lo: V
+    hi: V
+
+
+@dataclass(frozen=True)
+class IntervalArray(Interval[FloatArray]):
+    """Element-wise intervals of a vectorised computation: an :class:`Interval` of arrays
+    with what a difference interval needs (:func:`diff_ci_array`).
 
     Every field has the shape of the input without its last (runs) axis. Cells
     with fewer than :data:`MIN_RUNS` runs hold NaN (``n`` holds the true count).
@@ -68,29 +83,14 @@ class IntervalArray:
         Number of finite runs in the cell.
     """
 
-    estimate: FloatArray
-    lo: FloatArray
-    hi: FloatArray
     se: FloatArray
     df: FloatArray
     n: IntArray
 
 
-def _check_confidence(confidence: float) -> None:
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
-
-
 def _as_sample(x: npt.ArrayLike, name: str = "x") -> FloatArray:
-    """One release's runs as a 1-D float64 array, refusing what has no honest interval."""
-    arr = np.asarray(x, dtype=np.float64)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    if arr.size < MIN_RUNS:
-        raise ValueError(f"{name} needs at least {MIN_RUNS} runs, got {arr.size}")
-    return arr
+    """One release's runs, refusing what has no honest interval."""
+    return as_sample(x, name, minimum=MIN_RUNS, unit="runs")
 
 
 def _as_padded(x: npt.ArrayLike) -> FloatArray:
@@ -197,7 +197,7 @@ def median_ci_array(
     .. [3] D. G. Bonett and R. M. Price, "Statistical inference for a linear function
        of medians", Psychological Methods 7(3), 370-383, 2002.
     """
-    _check_confidence(confidence)
+    check_confidence(confidence)
     arr = _as_padded(x)
     n = np.sum(~np.isnan(arr), axis=-1).astype(np.int64)
     s = np.sort(arr, axis=-1)
@@ -244,7 +244,7 @@ def mean_ci_array(x: npt.ArrayLike, confidence: float = 0.95) -> IntervalArray:
     ----------
     .. [1] "Student", "The probable error of a mean", Biometrika 6(1), 1-25, 1908.
     """
-    _check_confidence(confidence)
+    check_confidence(confidence)
     arr = _as_padded(x)
     valid = ~np.isnan(arr)
     n = np.sum(valid, axis=-1).astype(np.int64)
@@ -321,7 +321,7 @@ def diff_ci_array(a: IntervalArray, b: IntervalArray, confidence: float = 0.95) 
     .. [2] D. G. Bonett and R. M. Price, "Statistical inference for a linear
        function of medians", Psychological Methods 7(3), 370-383, 2002.
     """
-    _check_confidence(confidence)
+    check_confidence(confidence)
     va = a.se * a.se
     vb = b.se * b.se
     v = va + vb
@@ -343,7 +343,7 @@ def diff_ci_array(a: IntervalArray, b: IntervalArray, confidence: float = 0.95) 
     )
 
 
-def _scalar(ia: IntervalArray) -> Interval:
+def _scalar(ia: IntervalArray) -> Interval[float]:
     return Interval(float(ia.estimate), float(ia.lo), float(ia.hi))
 
 
@@ -352,7 +352,7 @@ def median_ci(
     confidence: float = 0.95,
     *,
     method: Literal["olive", "bonett_price"] = "olive",
-) -> Interval:
+) -> Interval[float]:
     """Confidence interval for the median of one release's runs (Olive 2005).
 
     Parameters
@@ -381,7 +381,7 @@ def median_ci(
     return _scalar(median_ci_array(_as_sample(x), confidence, method=method))
 
 
-def mean_ci(x: npt.ArrayLike, confidence: float = 0.95) -> Interval:
+def mean_ci(x: npt.ArrayLike, confidence: float = 0.95) -> Interval[float]:
     """Student t confidence interval for the mean of one release's runs.
 
     Parameters
@@ -413,7 +413,7 @@ def median_diff_ci(
     confidence: float = 0.95,
     *,
     method: Literal["olive", "bonett_price"] = "olive",
-) -> Interval:
+) -> Interval[float]:
     """Confidence interval for ``median(b) - median(a)`` of two independent samples.
 
     Parameters
@@ -447,7 +447,7 @@ def median_diff_ci(
     return _scalar(diff_ci_array(ia, ib, confidence))
 
 
-def mean_diff_ci(a: npt.ArrayLike, b: npt.ArrayLike, confidence: float = 0.95) -> Interval:
+def mean_diff_ci(a: npt.ArrayLike, b: npt.ArrayLike, confidence: float = 0.95) -> Interval[float]:
     """Welch's confidence interval for ``mean(b) - mean(a)``.
 
     Parameters

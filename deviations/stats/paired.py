@@ -1,18 +1,23 @@
-"""Interleaved A/B comparisons: paired bootstrap CI, sign test, A/A floor, Holm, Welch.
+"""Interleaved A/B comparisons: paired bootstrap CI, sign test, A/A floor, Welch.
 
-Sign convention throughout: differences are ``a - b`` (seed 002's ``deltas = A - B``). For
-a latency, a positive difference means A is slower, i.e. B is faster.
+An A/B run alternates the baseline A and the candidate B in short slices on one host, so
+neighbouring slices share the host's drift; pairing them cancels it. This module gives
+the paired interval with its sign-test cross-check, the host's A/A noise floor, the
+four-number result line of seed 002, and Welch's interval for unpaired runs (seed 004).
+Holm's correction for several metrics is :func:`deviations.stats.multiple.holm`.
+
+Sign convention, as everywhere in the package: differences are candidate − baseline,
+``b - a`` (seed 002 wrote ``deltas = A - B``; we do not). For a latency a negative
+difference means B is faster; ``direction`` says which sign is better.
 
 References
 ----------
 Seed 002, "A/B testing for performance": interleaved slices, paired-difference bootstrap,
-    A/A control, sign test, Holm, the four-number result line.
+    A/A control, sign test, the four-number result line.
 Seed 004, "Continuous benchmarking, done right": CI of the difference of means (Welch),
     widening the CIs when several metrics are checked.
 Efron, B. & Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 13 (percentile
     interval).
-Holm, S. (1979). A simple sequentially rejective multiple test procedure. Scand. J.
-    Statist. 6, 65-70.
 Welch, B. L. (1947). Biometrika 34, 28-35; Satterthwaite, F. E. (1946). Biometrics
     Bull. 2, 110-114.
 """
@@ -26,27 +31,17 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats  # type: ignore[import-untyped]  # no scipy-stubs in the venv
 
-from deviations.stats._typing import BoolArray, FloatArray
+from ._checks import as_sample, check_confidence
+from ._typing import DIRECTIONS, Direction, FloatArray
+from .intervals import Interval
 
 Verdict = Literal[
     "faster", "slower", "tentatively faster", "tentatively slower", "within floor", "no difference"
 ]
 
 
-def _check_confidence(confidence: float) -> None:
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-
-
 def _sample(x: npt.ArrayLike, name: str, minimum: int = 2) -> FloatArray:
-    a = np.asarray(x, dtype=np.float64)
-    if a.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional")
-    if a.size < minimum:
-        raise ValueError(f"{name} needs at least {minimum} values, got {a.size}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} must be finite")
-    return a
+    return as_sample(x, name, minimum=minimum)
 
 
 def bonferroni_confidence(confidence: float = 0.95, comparisons: int = 1) -> float:
@@ -68,7 +63,7 @@ def bonferroni_confidence(confidence: float = 0.95, comparisons: int = 1) -> flo
     comparisons : int, default 1
         Number of intervals (metrics, builds) judged together.
     """
-    _check_confidence(confidence)
+    check_confidence(confidence)
     if comparisons < 1 or int(comparisons) != comparisons:
         raise ValueError("comparisons must be a positive integer")
     return 1.0 - (1.0 - confidence) / comparisons
@@ -102,7 +97,7 @@ def sign_test(differences: npt.ArrayLike) -> SignTest:
     Parameters
     ----------
     differences : array_like, 1-d
-        Paired differences ``a_i - b_i``.
+        Paired differences ``b_i - a_i``.
 
     References
     ----------
@@ -128,8 +123,8 @@ class PairedResult:
 
     Attributes
     ----------
-    mean_diff : mean of ``a_i - b_i``.
-    lo, hi : percentile-bootstrap CI of ``mean_diff`` at level ``confidence``.
+    estimate : mean of ``b_i - a_i`` (candidate − baseline).
+    lo, hi : percentile-bootstrap CI of ``estimate`` at level ``confidence``.
     confidence : level actually used (after Bonferroni widening for ``comparisons``).
     sign_p : exact two-sided sign-test p-value (ties dropped).
     n : number of slice pairs.
@@ -137,7 +132,7 @@ class PairedResult:
     resamples, seed : bootstrap settings (the result is reproducible from them).
     """
 
-    mean_diff: float
+    estimate: float
     lo: float
     hi: float
     confidence: float
@@ -148,6 +143,11 @@ class PairedResult:
     n_ties: int
     resamples: int
     seed: int
+
+    @property
+    def interval(self) -> Interval[float]:
+        """``Interval(estimate, lo, hi)`` of ``b - a``."""
+        return Interval(self.estimate, self.lo, self.hi)
 
     @property
     def contains_zero(self) -> bool:
@@ -180,7 +180,7 @@ def bootstrap_mean_ci(
     Efron & Tibshirani (1993), ch. 13; seed 002's ``ab_interleaved.py`` (same statistic,
     its per-resample loop replaced by one index draw).
     """
-    _check_confidence(confidence)
+    check_confidence(confidence)
     d = _canonical(_sample(x, "x"))
     if resamples < 100:
         raise ValueError("resamples must be at least 100 for a percentile interval")
@@ -200,13 +200,13 @@ def paired_ci_from_differences(
     *,
     comparisons: int = 1,
 ) -> PairedResult:
-    """:func:`paired_ci` for already-computed differences ``d_i = a_i - b_i``."""
+    """:func:`paired_ci` for already-computed differences ``d_i = b_i - a_i``."""
     d = _canonical(_sample(differences, "differences"))  # order-free mean too
     level = bonferroni_confidence(confidence, comparisons)
     lo, hi = bootstrap_mean_ci(d, level, resamples, seed)
     sign = sign_test(d)
     return PairedResult(
-        mean_diff=float(d.mean()),
+        estimate=float(d.mean()),
         lo=lo,
         hi=hi,
         confidence=level,
@@ -232,7 +232,7 @@ def paired_ci(
     """Paired-difference bootstrap CI and sign test of interleaved A/B slices.
 
     With per-slice statistics (e.g. each slice's p99) paired in run order,
-    :math:`d_i = a_i - b_i`, :math:`i = 1..n`:
+    :math:`d_i = b_i - a_i`, :math:`i = 1..n` (candidate − baseline):
 
     * estimate :math:`\\bar d = \\frac1n \\sum_i d_i`;
     * percentile-bootstrap CI of :math:`\\bar d` (:func:`bootstrap_mean_ci`);
@@ -274,7 +274,7 @@ def paired_ci(
     b = _sample(b_slices, "b_slices")
     if a.shape != b.shape:
         raise ValueError(f"a_slices and b_slices differ in length ({a.size} vs {b.size})")
-    return paired_ci_from_differences(a - b, confidence, resamples, seed, comparisons=comparisons)
+    return paired_ci_from_differences(b - a, confidence, resamples, seed, comparisons=comparisons)
 
 
 # ---------------------------------------------------------------------------------------
@@ -289,7 +289,7 @@ class AAFloor:
     Attributes
     ----------
     floor : ``max(|lo|, |hi|)`` of the A/A paired CI.
-    lo, hi, mean_diff, n, confidence : the A/A paired CI it comes from.
+    lo, hi, estimate, n, confidence : the A/A paired CI it comes from.
     biased : True when the A/A CI excludes 0: the arms differ systematically (socket,
         warm-up, build flags); seed 002 says to fix that and re-run A/A.
     """
@@ -297,7 +297,7 @@ class AAFloor:
     floor: float
     lo: float
     hi: float
-    mean_diff: float
+    estimate: float
     n: int
     confidence: float
     biased: bool
@@ -316,8 +316,10 @@ def aa_floor(
     where :math:`[L_{AA}, U_{AA}]` is the paired-difference CI of an A/A run. Seed 002
     reports an A/A CI of [-0.05, +0.07] ms as "A/A floor ±0.07", and for a biased A/A CI of
     [+0.40, +0.55] ms says "any A/B result smaller than +0.55 ms is indistinguishable from
-    the bias": both are the largest |bound|. (One figure caption of the seed calls the
-    half-width, 0.06, the floor; the half-width ignores an off-centre A/A and is not used.)
+    the bias": both are the largest |bound|, which does not depend on the sign convention
+    (the seed's intervals are of A − B; ours of B − A are their mirror images). (One figure
+    caption of the seed calls the half-width, 0.06, the floor; the half-width ignores an
+    off-centre A/A and is not used.)
 
     Parameters
     ----------
@@ -336,7 +338,7 @@ def aa_floor(
         floor=max(abs(res.lo), abs(res.hi)),
         lo=res.lo,
         hi=res.hi,
-        mean_diff=res.mean_diff,
+        estimate=res.estimate,
         n=res.n,
         confidence=res.confidence,
         biased=not res.contains_zero,
@@ -361,7 +363,7 @@ def classify(
     result: PairedResult,
     floor: float | None = None,
     *,
-    lower_is_better: bool = True,
+    direction: Direction = "lower_is_better",
     tentative_ratio: float = 3.0,
 ) -> Verdict:
     """What the paired result says about B relative to A.
@@ -374,17 +376,19 @@ def classify(
       regression" and one 18x the floor trustworthy; 3 is the smallest whole multiple that
       classes its 2x example as tentative.
 
-    With ``lower_is_better`` (latency), ``a - b > 0`` means B is faster; otherwise (e.g.
-    throughput) a positive difference means B is slower. ``floor=None`` (not measured)
-    is treated as 0.
+    The difference is ``b - a``. With ``direction="lower_is_better"`` (latency) a
+    negative difference means B is better ("faster"); with ``"higher_is_better"``
+    (throughput) a positive one does. ``floor=None`` (not measured) is treated as 0.
     """
+    if direction not in DIRECTIONS:
+        raise ValueError(f"unknown direction {direction!r}, expected one of {DIRECTIONS}")
     f = 0.0 if floor is None else float(floor)
     if result.contains_zero:
         return "no difference"
     if not exceeds_floor(result, f):
         return "within floor"
-    b_better = (result.mean_diff > 0) == lower_is_better
-    if f > 0 and abs(result.mean_diff) < tentative_ratio * f:
+    b_better = (result.estimate < 0) == (direction == "lower_is_better")
+    if f > 0 and abs(result.estimate) < tentative_ratio * f:
         return "tentatively faster" if b_better else "tentatively slower"
     return "faster" if b_better else "slower"
 
@@ -395,16 +399,16 @@ def result_line(
     unit: str = "ms",
     floor: float | AAFloor | None = None,
     *,
-    lower_is_better: bool = True,
+    direction: Direction = "lower_is_better",
     digits: int = 2,
     tentative_ratio: float = 3.0,
     subject: str = "B",
 ) -> str:
     """Seed 002's four-number result line: estimate, CI, A/A floor, slice count.
 
-    ``"B is 0.93 ms faster at p99 (95% CI [+0.85, +1.01]; A/A floor ±0.07; n=15 slice
-    pairs)"``. The CI is printed as signed ``A - B`` (the seed's ``Δ p99 (A - B)``);
-    the headline magnitude is ``|mean_diff|``. When :func:`classify` finds no difference
+    ``"B is 0.93 ms faster at p99 (95% CI [-1.01, -0.85]; A/A floor ±0.07; n=15 slice
+    pairs)"``. The CI is printed as signed ``B - A`` (the seed printed ``A - B``);
+    the headline magnitude is ``|estimate|``. When :func:`classify` finds no difference
     (CI contains 0) or none beyond the floor, the line says ``"no detectable difference at
     p99"`` (``"... beyond the A/A floor"``), with the same four numbers. A result between 1
     and ``tentative_ratio`` floors reads ``"B is tentatively ..."``. A floor that was not
@@ -416,15 +420,15 @@ def result_line(
     metric, unit : str
         ``unit`` is printed after numbers (no space for ``"%"``).
     floor : float, AAFloor or None
-    lower_is_better : bool, default True
-        Latency-like metric; see :func:`classify`.
+    direction : {"lower_is_better", "higher_is_better"}, default "lower_is_better"
+        Latency-like or throughput-like metric; see :func:`classify`.
     digits : int, default 2
     tentative_ratio : float, default 3.0
     subject : str, default "B"
         Name of the challenger arm.
     """
     f = floor.floor if isinstance(floor, AAFloor) else floor
-    verdict = classify(result, f, lower_is_better=lower_is_better, tentative_ratio=tentative_ratio)
+    verdict = classify(result, f, direction=direction, tentative_ratio=tentative_ratio)
     sep = "" if unit in ("", "%") else " "
     level = f"{100 * result.confidence:.4g}%"
     floor_txt = "A/A floor not measured" if f is None else f"A/A floor ±{f:.{digits}f}"
@@ -437,66 +441,9 @@ def result_line(
         return f"no detectable difference at {metric} {detail}"
     if verdict == "within floor":
         return f"no detectable difference at {metric} beyond the A/A floor {detail}"
-    size = f"{abs(result.mean_diff):.{digits}f}{sep}{unit}"
+    size = f"{abs(result.estimate):.{digits}f}{sep}{unit}"
     return f"{subject} is {size} {verdict} at {metric} {detail}".replace(
         f"{subject} is {size} tentatively", f"{subject} is tentatively {size}"
-    )
-
-
-# ---------------------------------------------------------------------------------------
-# Holm-Bonferroni
-# ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class HolmResult:
-    """Holm-adjusted p-values (input order) and which hypotheses are rejected at alpha."""
-
-    adjusted: FloatArray
-    reject: BoolArray
-    alpha: float
-
-
-def holm(pvalues: npt.ArrayLike, alpha: float = 0.05) -> HolmResult:
-    """Holm-Bonferroni step-down adjustment of ``m`` p-values.
-
-    With :math:`p_{(1)} \\le \\dots \\le p_{(m)}` sorted,
-
-    .. math:: \\tilde p_{(i)} = \\min\\Big(1, \\max_{j \\le i} (m - j + 1)\\, p_{(j)}\\Big)
-
-    and hypothesis :math:`(i)` is rejected when :math:`\\tilde p_{(i)} \\le \\alpha`
-    (equivalently: reject while :math:`p_{(i)} \\le \\alpha / (m - i + 1)`, stop at the
-    first failure). Controls the family-wise error rate at ``alpha`` under any dependence,
-    and rejects at least what Bonferroni rejects (seed 002: "tighter").
-
-    Parameters
-    ----------
-    pvalues : array_like, 1-d
-        Values in [0, 1].
-    alpha : float, default 0.05
-        Family-wise error rate.
-
-    References
-    ----------
-    Holm (1979).
-    """
-    p = np.asarray(pvalues, dtype=np.float64)
-    if p.ndim != 1 or p.size == 0:
-        raise ValueError("pvalues must be a non-empty 1-d array")
-    if not np.all((p >= 0) & (p <= 1)):
-        raise ValueError("p-values must lie in [0, 1] (NaN is not a p-value)")
-    if not 0 < alpha < 1:
-        raise ValueError("alpha must be in (0, 1)")
-    m = p.size
-    order = np.argsort(p, kind="stable")
-    stepped = (m - np.arange(m)) * p[order]
-    adjusted_sorted = np.minimum(1.0, np.maximum.accumulate(stepped))
-    adjusted = np.empty(m)
-    adjusted[order] = adjusted_sorted
-    return HolmResult(
-        adjusted=np.asarray(adjusted, dtype=np.float64),
-        reject=np.asarray(adjusted <= alpha, dtype=np.bool_),
-        alpha=float(alpha),
     )
 
 
@@ -506,24 +453,36 @@ def holm(pvalues: npt.ArrayLike, alpha: float = 0.05) -> HolmResult:
 
 
 @dataclass(frozen=True)
-class WelchInterval:
-    """CI of ``mean(a) - mean(b)`` for independent samples with unequal variances."""
+class WelchResult:
+    """CI of ``mean(b) - mean(a)`` for independent samples with unequal variances.
 
-    diff: float
+    Attributes
+    ----------
+    estimate, lo, hi : the difference of means (later − earlier) and its interval.
+    se, df : standard error and Welch–Satterthwaite degrees of freedom.
+    confidence : level actually used (after Bonferroni widening for ``comparisons``).
+    """
+
+    estimate: float
     lo: float
     hi: float
     se: float
     df: float
     confidence: float
 
+    @property
+    def interval(self) -> Interval[float]:
+        """``Interval(estimate, lo, hi)`` of ``mean(b) - mean(a)``."""
+        return Interval(self.estimate, self.lo, self.hi)
+
 
 def welch_ci(
     a: npt.ArrayLike, b: npt.ArrayLike, confidence: float = 0.95, *, comparisons: int = 1
-) -> WelchInterval:
-    """Welch's t interval for the difference of means ``mean(a) - mean(b)`` (seed 004).
+) -> WelchResult:
+    """Welch's t interval for the difference of means ``mean(b) - mean(a)`` (seed 004).
 
     .. math::
-        \\bar a - \\bar b \\pm t_{1 - \\alpha/2,\\,\\nu}\\, \\mathrm{se}, \\quad
+        \\bar b - \\bar a \\pm t_{1 - \\alpha/2,\\,\\nu}\\, \\mathrm{se}, \\quad
         \\mathrm{se}^2 = \\frac{s_a^2}{n_a} + \\frac{s_b^2}{n_b}, \\quad
         \\nu = \\frac{\\mathrm{se}^4}{\\frac{(s_a^2/n_a)^2}{n_a - 1}
                                     + \\frac{(s_b^2/n_b)^2}{n_b - 1}}
@@ -535,6 +494,7 @@ def welch_ci(
     Parameters
     ----------
     a, b : array_like, 1-d, each with at least 2 values
+        Earlier (baseline) and later (candidate) runs.
     confidence : float, default 0.95
         Family-wise level.
     comparisons : int, default 1
@@ -560,5 +520,5 @@ def welch_ci(
     df = se2**2 / (va**2 / (x.size - 1) + vb**2 / (y.size - 1))
     se = float(np.sqrt(se2))
     t = float(stats.t.ppf(0.5 + level / 2.0, df))
-    diff = float(x.mean() - y.mean())
-    return WelchInterval(diff, diff - t * se, diff + t * se, se, float(df), level)
+    diff = float(y.mean() - x.mean())
+    return WelchResult(diff, diff - t * se, diff + t * se, se, float(df), level)

@@ -38,8 +38,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy.optimize import brentq  # type: ignore[import-untyped]  # no scipy-stubs in the venv
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+from ._checks import as_sample
+from ._typing import FloatArray, IntArray
 
 Hypothesis = Literal["equal", "less", "greater"]
 Decision = Literal["continue", "reject", "accept"]
@@ -306,15 +306,6 @@ def _check_alpha(alpha: float) -> float:
     return float(alpha)
 
 
-def _as_sample(values: npt.ArrayLike, name: str) -> FloatArray:
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return arr
-
-
 # ---------------------------------------------------------------------------
 # Sequential p-value (derived from eq. 19 and the union bound)
 # ---------------------------------------------------------------------------
@@ -477,7 +468,7 @@ def cdf_band(sample: npt.ArrayLike, *, alpha: float = 0.05, time_uniform: bool =
         The band at the sample's distinct values.
     """
     _check_alpha(alpha)
-    x = _as_sample(sample, "sample")
+    x = as_sample(sample, "sample")
     if x.size == 0:
         raise ValueError("sample is empty")
     support, counts = np.unique(x, return_counts=True)
@@ -533,8 +524,8 @@ def difference_band(
     DifferenceBand
     """
     _check_alpha(alpha)
-    xa = np.sort(_as_sample(a, "a"))
-    xb = np.sort(_as_sample(b, "b"))
+    xa = np.sort(as_sample(a, "a"))
+    xb = np.sort(as_sample(b, "b"))
     if xa.size == 0 or xb.size == 0:
         raise ValueError("both samples must be non-empty")
     pts = np.union1d(xa, xb) if x is None else np.asarray(x, dtype=np.float64)
@@ -621,7 +612,7 @@ def quantile_band(
         Infinite ends where ``p +- eps`` leaves ``[0, 1]``.
     """
     _check_alpha(alpha)
-    x = _as_sample(sample, "sample")
+    x = as_sample(sample, "sample")
     if x.size == 0:
         raise ValueError("sample is empty")
     support, counts = np.unique(x, return_counts=True)
@@ -714,7 +705,7 @@ def inter_arrival_times(timestamps: npt.ArrayLike, *, previous: float | None = N
     FloatArray
         Non-negative waiting times.
     """
-    t = np.sort(_as_sample(timestamps, "timestamps"))
+    t = np.sort(as_sample(timestamps, "timestamps"))
     if previous is not None:
         if t.size and t[0] < previous:
             raise ValueError("timestamps precede the previous batch's last event")
@@ -837,8 +828,8 @@ class SequentialTest:
         SequentialResult
             The snapshot after this update.
         """
-        a = _as_sample(a_values, "a_values")
-        b = _as_sample(b_values, "b_values")
+        a = as_sample(a_values, "a_values")
+        b = as_sample(b_values, "b_values")
         if a.size == 0 and b.size == 0:
             return self.result()
         values, inverse = np.unique(np.concatenate((a, b)), return_inverse=True)

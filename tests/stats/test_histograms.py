@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import stats
 from scipy.spatial import distance as spd
 
 from deviations.stats.histograms import (
@@ -23,9 +22,8 @@ from deviations.stats.histograms import (
     lagged_hellinger,
     normalise,
     rebin,
-    score_detections,
-    tune,
 )
+from tests.stats.samples import expected_series, noisy
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "histograms"
 
@@ -138,21 +136,8 @@ def test_rebin_rejects_edges_that_lose_mass():
 # --- the rule --------------------------------------------------------------------------
 
 
-def _expected_series(builds=40, n=1e5, shift_at=None, shift=3.0, duration=None, sd=4.0):
-    """Noise-free series: expected counts of a discretised normal on 40 buckets."""
-    edges = np.arange(41, dtype=float)
-    t = np.arange(builds)
-    loc = np.full(builds, 15.0)
-    if shift_at is not None:
-        end = builds if duration is None else shift_at + duration
-        loc[(t >= shift_at) & (t < end)] += shift
-    cdf = stats.norm.cdf((edges[None, :] - loc[:, None]) / sd)
-    cdf[:, 0], cdf[:, -1] = 0, 1
-    return n * np.diff(cdf, axis=1)
-
-
 def test_lasting_shift_is_reported_at_its_build():
-    scan = detect_changes(_expected_series(shift_at=20))
+    scan = detect_changes(expected_series(shift_at=20))
     assert scan.changed.nonzero()[0].tolist() == [20]
     change = scan.changes()[0]
     assert change.build == 20
@@ -165,7 +150,7 @@ def test_lasting_shift_is_reported_at_its_build():
 
 
 def test_one_build_spike_is_not_reported():
-    scan = detect_changes(_expected_series(shift_at=20, duration=1))
+    scan = detect_changes(expected_series(shift_at=20, duration=1))
     assert not scan.changed.any()
     assert scan.decisions()[20].reason == "not persistent"
     # the return to normal right after the spike: far from the spike, near the past
@@ -173,7 +158,7 @@ def test_one_build_spike_is_not_reported():
 
 
 def test_low_data_probe_is_skipped_with_its_reason():
-    series = _expected_series(shift_at=20, n=5000)  # largest bucket ~ 500 < 1000
+    series = expected_series(shift_at=20, n=5000)  # largest bucket ~ 500 < 1000
     scan = detect_changes(series)
     assert not scan.changed.any()
     assert set(scan.reason.tolist()) == {"too little data"}
@@ -182,8 +167,8 @@ def test_low_data_probe_is_skipped_with_its_reason():
 
 
 def test_change_with_an_unstable_past_is_rejected():
-    series = _expected_series(shift_at=17)
-    series[20:] = _expected_series(shift_at=0, shift=6.0)[20:]
+    series = expected_series(shift_at=17)
+    series[20:] = expected_series(shift_at=0, shift=6.0)[20:]
     scan = detect_changes(series)
     assert scan.changed.nonzero()[0].tolist() == [17]
     decision = scan.decisions()[20]
@@ -193,25 +178,20 @@ def test_change_with_an_unstable_past_is_rejected():
 
 
 def test_end_of_series_waits_for_later_builds():
-    scan = detect_changes(_expected_series(shift_at=39))
+    scan = detect_changes(expected_series(shift_at=39))
     assert scan.decisions()[39].reason == "awaiting later builds"
 
 
 def test_later_build_without_data_cannot_confirm():
-    series = _expected_series(shift_at=20)
+    series = expected_series(shift_at=20)
     series[21] = 0.0
     scan = detect_changes(series)
     assert scan.decisions()[20].reason == "later build has too little data"
 
 
-def _noisy(series, rng):
-    n = series.sum(axis=1).astype(np.int64)
-    return rng.multinomial(n, series / series.sum(axis=1, keepdims=True)).astype(float)
-
-
 def test_adaptive_finds_small_lasting_shift_that_the_fixed_cutoff_misses():
     rng = np.random.default_rng(3)
-    series = _noisy(_expected_series(builds=50, shift_at=30, shift=1.0, n=2e5), rng)
+    series = noisy(expected_series(builds=50, shift_at=30, shift=1.0, n=2e5), rng)
     fixed = detect_changes(series)
     adaptive = detect_changes_adaptive(series)
     assert not fixed.changed.any()
@@ -225,19 +205,19 @@ def test_adaptive_finds_small_lasting_shift_that_the_fixed_cutoff_misses():
 
 def test_adaptive_ignores_one_build_spike():
     rng = np.random.default_rng(4)
-    series = _noisy(_expected_series(builds=50, shift_at=30, shift=3.0, duration=1), rng)
+    series = noisy(expected_series(builds=50, shift_at=30, shift=3.0, duration=1), rng)
     scan = detect_changes_adaptive(series)
     assert not scan.changed.any()
     assert scan.decisions()[30].reason == "not persistent"
 
 
 def test_classify_change_shift_vs_shape():
-    base = _expected_series(builds=1)[0]
-    moved = _expected_series(builds=1, shift_at=0, shift=2.5)[0]
+    base = expected_series(builds=1)[0]
+    moved = expected_series(builds=1, shift_at=0, shift=2.5)[0]
     assert classify_change(base, moved) == ("shift", 2.5)
-    wide = _expected_series(builds=1, sd=5.5)[0]
+    wide = expected_series(builds=1, sd=5.5)[0]
     assert classify_change(base, wide)[0] == "shape"
-    second = _expected_series(builds=1, shift_at=0, shift=12.0)[0]
+    second = expected_series(builds=1, shift_at=0, shift=12.0)[0]
     before, after = 0.65 * base + 0.35 * second, 0.4 * base + 0.6 * second
     assert classify_change(before, after)[0] == "shape"
 
@@ -262,28 +242,6 @@ def test_rule_is_vectorised_and_fast():
     assert fixed.changed.shape == adaptive.changed.shape == (1000, 60)
     # well under a second each on an idle machine; generous bound for a shared CI host
     assert elapsed < 3.0
-
-
-def test_score_and_tune():
-    found, labelled, fa = score_detections(
-        [[0, 0, 1, 0, 0, 1], [1, 0, 0, 0, 0, 0]],
-        [[0, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]],
-    )
-    assert (found, labelled, fa) == (1, 1, 2)
-    rng = np.random.default_rng(7)
-    lasting = [_noisy(_expected_series(builds=45, shift_at=30, shift=1.5), rng) for _ in range(3)]
-    spikes = [
-        _noisy(_expected_series(builds=45, shift_at=30, shift=4, duration=1), rng) for _ in range(3)
-    ]
-    counts = np.stack(lasting + spikes)
-    starts = np.zeros(counts.shape[:2], dtype=bool)
-    starts[:3, 30] = True
-    result = tune(counts, starts, k_grid=(3.0, 5.0), floor_grid=(0.05,), stability_grid=(1.0,))
-    assert result.recall == 1.0
-    assert len(result.rows) == 2
-    assert all(r.false_alerts == 0 for r in result.rows)
-    with pytest.raises(ValueError, match="false alerts"):
-        tune(counts, np.zeros_like(starts), k_grid=(3.0,), floor_grid=(0.05,))
 
 
 # --- real data -------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 Run from the project root::
 
-    .venv/bin/python docs/simulations/histogram_rule.py
+    .venv/bin/python -m tests.simulations.histogram_rule
 
 Prints markdown: the parameters ``tune`` picks on a training set, then per scenario the
 recall (lasting changes found within one build of their start) and the false alerts of
@@ -12,22 +12,13 @@ reproducible. See docs/statistics.md ("The change rule over a build series") for
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run without installing
-
-from deviations.stats.histograms import (  # noqa: E402
-    ChangeScan,
-    detect_changes,
-    detect_changes_adaptive,
-    score_detections,
-    tune,
-)
+from deviations.stats.histograms import ChangeScan, detect_changes, detect_changes_adaptive
+from deviations.stats.tuning import score_detections, tune
 
 BUCKETS = 50  # exponential Telemetry histograms have 20-100 buckets; one bucket = one step in log
 BUILDS = 60  # two months of Nightly builds

@@ -1,5 +1,13 @@
 """Verdicts between consecutive releases: the paper's rule, the recommended rule, digressions.
 
+This module answers the dashboard's question for one pair of releases (:func:`compare`)
+and for a whole functions × releases matrix at once (:func:`compare_matrix`, and the
+pieces a stored matrix recomputes incrementally: :func:`pair_statistics`,
+:func:`window_tests`, :func:`recommended_verdict_codes`, :func:`digressions`). The
+intervals come from :mod:`~deviations.stats.intervals`, the exact rank tests from
+:mod:`~deviations.stats.ranks`, the false-discovery control from
+:mod:`~deviations.stats.multiple`.
+
 Two rules answer "did this function get slower or faster between release ``r-1``
 and release ``r``?":
 
@@ -23,39 +31,45 @@ code  string                     meaning
  -1   (none)                     no verdict: a release of the pair has < 2 runs
   0   ``nonsignificant_overlap`` no significant difference
   1   ``significant_overlap``    significant, but not retained as a deviation
-  2   ``regression``             deviation, later release slower (larger time)
-  3   ``improvement``            deviation, later release faster
+  2   ``regression``             deviation for the worse
+  3   ``improvement``            deviation for the better
 ====  =========================  ==============================================
 
-Sign conventions: ``diff = estimate(b) - estimate(a)`` (positive = slower);
-``gap`` has the sign of ``diff`` and is the distance between the two intervals
-when they do not overlap, 0 when they overlap or touch.
+The codes are stored; they never change meaning.
+
+Sign conventions: ``diff = estimate(b) - estimate(a)``, later − earlier, whatever the
+metric; ``gap`` has the sign of ``diff`` and is the distance between the two intervals
+when they do not overlap, 0 when they overlap or touch. Which sign is worse is the
+metric's ``direction``: with ``"lower_is_better"`` (the default: run times) a
+significant increase is a regression, with ``"higher_is_better"`` (throughput, frames
+per second, scores) it is an improvement.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Final, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-# scipy.special rather than scipy.stats: the same distribution functions at a fifth of the
-# import time (docs/architecture.md).
+# scipy.special rather than scipy.stats: the same distribution functions at a fraction of
+# the import time (docs/statistics.md, "Import time").
 from scipy import special  # type: ignore[import-untyped]  # no scipy-stubs in the venv
 
-from ._typing import BoolArray, FloatArray, Int8Array, IntArray
+from ._checks import check_confidence
+from ._typing import DIRECTIONS, BoolArray, Direction, FloatArray, Int8Array, IntArray
 from .intervals import (
     MIN_RUNS,
+    Interval,
     IntervalArray,
     _as_sample,
-    _check_confidence,
-    _sorted_median,
     diff_ci_array,
     mean_ci_array,
     median_ci_array,
 )
+from .multiple import benjamini_hochberg
+from .ranks import _mann_whitney_rows
 
 __all__ = [
     "IMPROVEMENT",
@@ -68,8 +82,6 @@ __all__ = [
     "ComparisonMatrix",
     "PairStatistics",
     "WindowTests",
-    "benjamini_hochberg",
-    "benjamini_hochberg_rejections",
     "compare",
     "compare_matrix",
     "digressions",
@@ -113,6 +125,22 @@ def verdict_name(code: int) -> Verdict | None:
     raise ValueError(f"unknown verdict code {code!r}")
 
 
+def _check_direction(direction: Direction) -> None:
+    if direction not in DIRECTIONS:
+        raise ValueError(f"unknown direction {direction!r}, expected one of {DIRECTIONS}")
+
+
+def _deviation_codes(increase: BoolArray, direction: Direction) -> IntArray:
+    """Verdict code of a retained deviation: which of regression / improvement an increase
+    (later − earlier > 0) is, given the metric's direction."""
+    if direction == "lower_is_better":
+        up, down = REGRESSION, IMPROVEMENT
+    else:
+        up, down = IMPROVEMENT, REGRESSION
+    codes: IntArray = np.where(increase, up, down)
+    return codes
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Verdict for two consecutive releases ``a`` (earlier) and ``b`` (later).
@@ -125,7 +153,7 @@ class Comparison:
         Distance between the two intervals when they do not overlap, with the sign
         of ``diff``; 0 when they overlap.
     diff, diff_lo, diff_hi : float
-        ``estimate(b) - estimate(a)`` and its confidence interval.
+        ``estimate(b) - estimate(a)`` (later − earlier) and its confidence interval.
     """
 
     verdict: Verdict
@@ -133,6 +161,11 @@ class Comparison:
     diff: float
     diff_lo: float
     diff_hi: float
+
+    @property
+    def difference(self) -> Interval[float]:
+        """``Interval(diff, diff_lo, diff_hi)``: later − earlier with its interval."""
+        return Interval(self.diff, self.diff_lo, self.diff_hi)
 
 
 def _stats(x: FloatArray, confidence: float, estimator: Estimator) -> IntervalArray:
@@ -150,14 +183,16 @@ def _signed_gap(a: IntervalArray, b: IntervalArray) -> FloatArray:
     return gap
 
 
-def _paper_verdicts(a: IntervalArray, b: IntervalArray, d: IntervalArray) -> Int8Array:
+def _paper_verdicts(
+    a: IntervalArray, b: IntervalArray, d: IntervalArray, direction: Direction
+) -> Int8Array:
     """Seed 003's two conditions, element-wise."""
     significant = (d.lo > 0) | (d.hi < 0)
     separate = (b.lo > a.hi) | (b.hi < a.lo)
     deviation = significant & separate
     code = np.where(
         deviation,
-        np.where(d.estimate > 0, REGRESSION, IMPROVEMENT),
+        _deviation_codes(d.estimate > 0, direction),
         np.where(significant, SIGNIFICANT_OVERLAP, NONSIGNIFICANT_OVERLAP),
     )
     missing = ~((a.n >= MIN_RUNS) & (b.n >= MIN_RUNS))
@@ -182,6 +217,7 @@ def compare(
     confidence: float = 0.95,
     *,
     estimator: Estimator = "median",
+    direction: Direction = "lower_is_better",
 ) -> Comparison:
     """Compare two consecutive releases with the paper's two conditions.
 
@@ -197,6 +233,10 @@ def compare(
         errors with Welch–Satterthwaite degrees of freedom for the difference
         (:func:`~deviations.stats.intervals.median_diff_ci`). ``"mean"``: Student
         intervals and Welch's interval for the difference.
+    direction : {"lower_is_better", "higher_is_better"}, default "lower_is_better"
+        Whether a larger value is worse (run times) or better (throughput): decides
+        which of ``regression`` / ``improvement`` a deviation is. ``diff`` is
+        later − earlier either way.
 
     Returns
     -------
@@ -205,14 +245,15 @@ def compare(
     Raises
     ------
     ValueError
-        Fewer than two runs, NaN or infinite values, unknown estimator.
+        Fewer than two runs, NaN or infinite values, unknown estimator or direction.
 
     Notes
     -----
     Benbachir et al. (seed 003, §III.D): the medians differ significantly when the
     interval of the difference excludes zero; the intervals do not overlap when the
     lower bound of the greater one exceeds the upper bound of the smaller one.
-    Both ⇒ ``regression`` (``diff > 0``) or ``improvement``; only the first ⇒
+    Both ⇒ a deviation: ``regression`` when ``diff`` has the worse sign for
+    ``direction`` (``diff > 0`` for run times), otherwise ``improvement``; only the first ⇒
     ``significant_overlap``; otherwise ``nonsignificant_overlap`` (this includes
     the rare case of separate intervals whose difference is not significant).
 
@@ -225,11 +266,12 @@ def compare(
        differences by examining the overlap between confidence intervals",
        The American Statistician 55(3), 182-186, 2001.
     """
-    _check_confidence(confidence)
+    check_confidence(confidence)
+    _check_direction(direction)
     sa = _stats(_as_sample(a, "a"), confidence, estimator)
     sb = _stats(_as_sample(b, "b"), confidence, estimator)
     d = diff_ci_array(sa, sb, confidence)
-    code = int(_paper_verdicts(sa, sb, d))
+    code = int(_paper_verdicts(sa, sb, d, direction))
     return Comparison(
         verdict=VERDICTS[code],
         gap=float(_signed_gap(sa, sb)),
@@ -237,115 +279,6 @@ def compare(
         diff_lo=float(d.lo),
         diff_hi=float(d.hi),
     )
-
-
-def benjamini_hochberg(p: npt.ArrayLike) -> FloatArray:
-    r"""Benjamini–Hochberg adjusted p-values (q-values), NaN left out.
-
-    Parameters
-    ----------
-    p : array_like
-        Raw p-values of any shape; NaN marks a missing test and stays NaN.
-
-    Returns
-    -------
-    ndarray of float64
-        Same shape; reject at false-discovery rate ``q`` where the result ``<= q``.
-
-    Raises
-    ------
-    ValueError
-        A p-value outside ``[0, 1]``.
-
-    Notes
-    -----
-    With the ``m`` finite p-values sorted, :math:`p_{(1)} \le \dots \le p_{(m)}`,
-
-    .. math:: q_{(i)} = \min_{j \ge i} \min\!\left(1, \frac{m\, p_{(j)}}{j}\right).
-
-    The adjustment depends on every stored p-value, so a dashboard adding a
-    release re-runs it over the stored raw p-values (cheap: one sort).
-
-    References
-    ----------
-    .. [1] Y. Benjamini and Y. Hochberg, "Controlling the false discovery rate: a
-       practical and powerful approach to multiple testing", J. R. Statist. Soc. B
-       57(1), 289-300, 1995.
-    """
-    arr, ok, vals = _finite_p_values(p)
-    m = vals.size
-    out = np.full(arr.size, np.nan)
-    if m:
-        # Tied p-values get equal q-values whatever their order, so any sort will do.
-        order = np.argsort(vals)
-        scaled = _step_up(vals[order], m)
-        adjusted = np.minimum.accumulate(scaled[::-1])[::-1]
-        np.minimum(adjusted, 1.0, out=adjusted)
-        q = np.empty(m)
-        q[order] = adjusted
-        out[ok.ravel()] = q
-    result: FloatArray = out.reshape(arr.shape)
-    return result
-
-
-def _finite_p_values(p: npt.ArrayLike) -> tuple[FloatArray, BoolArray, FloatArray]:
-    """``p`` as float64, where it is not NaN, and those values; raises outside [0, 1]."""
-    arr = np.asarray(p, dtype=np.float64)
-    ok = ~np.isnan(arr)
-    vals = arr[ok]
-    if vals.size and (vals.min() < 0 or vals.max() > 1):
-        raise ValueError("p-values must lie in [0, 1]")
-    return arr, ok, vals
-
-
-def _step_up(ranked: FloatArray, m: int) -> FloatArray:
-    """``p_(k) m / k`` for the ``k`` smallest of ``m`` p-values, sorted: the one
-    expression both :func:`benjamini_hochberg` and :func:`benjamini_hochberg_rejections`
-    compare, so that they agree to the last bit."""
-    scaled: FloatArray = ranked * (m / np.arange(1.0, len(ranked) + 1.0))
-    return scaled
-
-
-def benjamini_hochberg_rejections(p: npt.ArrayLike, fdr: float) -> BoolArray:
-    r"""Where :func:`benjamini_hochberg` is ``<= fdr``, without computing every q-value.
-
-    Parameters
-    ----------
-    p : array_like
-        Raw p-values of any shape; NaN marks a missing test (never rejected).
-    fdr : float
-        The false-discovery rate, in (0, 1).
-
-    Returns
-    -------
-    ndarray of bool
-        Same shape: the rejected hypotheses.
-
-    Raises
-    ------
-    ValueError
-        A p-value outside ``[0, 1]``.
-
-    Notes
-    -----
-    The step-up rule: with the ``m`` finite p-values sorted, let ``k`` be the largest
-    rank with :math:`p_{(k)}\, m / k \le q`; reject every p-value :math:`\le p_{(k)}`.
-    Since :math:`q_{(i)} \ge p_{(i)}`, only p-values ``<= fdr`` can qualify, so only
-    those are sorted (a few percent of a dashboard's matrix, where
-    :func:`benjamini_hochberg` sorts them all). Each candidate's :math:`p\, (m / k)` is
-    computed by the same expression as there (``_step_up``), and tied p-values share
-    their q-value, so the result equals ``benjamini_hochberg(p) <= fdr`` exactly.
-    """
-    arr, ok, finite = _finite_p_values(p)
-    m = finite.size
-    out = np.zeros(arr.shape, dtype=np.bool_)
-    if not m:
-        return out
-    candidates = np.sort(finite[finite <= fdr])
-    hits = np.flatnonzero(_step_up(candidates, m) <= fdr)
-    if len(hits):
-        out = ok & (arr <= candidates[hits[-1]])
-    return out
 
 
 def digressions(verdict: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike) -> BoolArray:
@@ -373,6 +306,9 @@ def digressions(verdict: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike) ->
     same direction between ``i`` and ``j`` are allowed (Fig. 7: two regressions,
     then one improvement back to the first level marks the first regression only,
     the second one started from a level the series does not return to).
+
+    The test needs only opposite verdict codes, so it holds for either ``direction`` of
+    the metric (a regression back after an improvement is a digression too).
 
     Cost: one test per pair of deviations of the same function (deviations are rare),
     not per pair of releases.
@@ -425,7 +361,8 @@ class ComparisonMatrix:
     ``diff_lo``, ``diff_hi`` (for the chosen estimator), ``p_value`` (raw),
     ``q_value`` (Benjamini–Hochberg over the matrix; recommended rule only, NaN for
     the paper rule), ``shift`` (relative change of the windowed medians;
-    recommended rule only), ``digression``.
+    recommended rule only), ``digression``. ``direction`` is the metric's direction the
+    verdicts were decided with.
     """
 
     rule: Rule
@@ -443,6 +380,7 @@ class ComparisonMatrix:
     q_value: FloatArray
     shift: FloatArray
     digression: BoolArray
+    direction: Direction = "lower_is_better"
 
 
 @dataclass(frozen=True)
@@ -452,7 +390,7 @@ class WindowTests:
     Attributes
     ----------
     z : ndarray of float64
-        Signed z of the normal approximation (positive: the later window is slower).
+        Signed z of the normal approximation (positive: the later window is larger).
     p_value : ndarray of float64
         Raw two-sided p-value (exact where :func:`compare_matrix` says so).
     shift : ndarray of float64
@@ -519,160 +457,6 @@ def window_tests(
     return WindowTests(z=z, p_value=p, shift=shift)
 
 
-def _mann_whitney_rows(
-    left: FloatArray, right: FloatArray
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Row-wise Mann–Whitney test of ``right`` against ``left``.
-
-    NaN entries are missing values. Returns the signed z of the normal approximation
-    (tie and continuity corrected; positive: right larger), the two-sided p-value
-    (exact when possible, see :func:`compare_matrix`; otherwise the normal
-    approximation) and
-    ``(median(right) - median(left)) / |median(left)|``.
-    """
-    union = np.concatenate([left, right], axis=1)
-    is_right = np.concatenate(
-        [np.zeros(left.shape, dtype=np.bool_), np.ones(right.shape, dtype=np.bool_)], axis=1
-    )
-    valid = ~np.isnan(union)
-    n_left = np.sum(~np.isnan(left), axis=1)
-    n_right = np.sum(~np.isnan(right), axis=1)
-    N = n_left + n_right
-    order = np.argsort(union, axis=1)  # NaN sort last; tie order is irrelevant here
-    s = np.take_along_axis(union, order, axis=1)
-    r_sorted = np.take_along_axis(is_right & valid, order, axis=1)
-    width = s.shape[1]
-    pos = np.broadcast_to(np.arange(width), s.shape)
-    start = np.ones(s.shape, dtype=np.bool_)
-    start[:, 1:] = s[:, 1:] != s[:, :-1]
-    end = np.ones(s.shape, dtype=np.bool_)
-    end[:, :-1] = start[:, 1:]
-    first = np.maximum.accumulate(np.where(start, pos, 0), axis=1)
-    last = np.minimum.accumulate(np.where(end, pos, width - 1)[:, ::-1], axis=1)[:, ::-1]
-    avg_rank = 0.5 * (first + last) + 1.0
-    ties = (last - first + 1).astype(np.float64)
-    valid_sorted = np.arange(width)[np.newaxis, :] < N[:, np.newaxis]
-    rank_sum = np.sum(np.where(r_sorted, avg_rank, 0.0), axis=1)
-    tie_term = np.sum(np.where(valid_sorted, ties * ties - 1.0, 0.0), axis=1)
-    nl = n_left.astype(np.float64)
-    nr = n_right.astype(np.float64)
-    Nf = N.astype(np.float64)
-    u_right = rank_sum - nr * (nr + 1.0) / 2.0
-    mu = nl * nr / 2.0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        var = nl * nr / 12.0 * ((Nf + 1.0) - tie_term / (Nf * (Nf - 1.0)))
-        dev = u_right - mu
-        z = np.sign(dev) * np.maximum(np.abs(dev) - 0.5, 0.0) / np.sqrt(var)
-    p = np.minimum(2.0 * special.ndtr(-np.abs(z)), 1.0)  # norm.sf(|z|)
-    enough = (n_left >= 1) & (n_right >= 1)
-    untied = tie_term == 0
-    exact = enough & untied & (n_left * n_right <= EXACT_MAX_PAIRS)
-    if np.any(exact):
-        sizes = np.stack([n_left[exact], n_right[exact]], axis=1)
-        u_exact = u_right[exact]
-        p_exact = np.empty(u_exact.shape)
-        uniq, inverse = np.unique(sizes, axis=0, return_inverse=True)
-        for g, (m, n) in enumerate(uniq):
-            rows = inverse.ravel() == g
-            p_exact[rows] = _exact_two_sided(u_exact[rows], int(m), int(n))
-        p[exact] = p_exact
-    tied = enough & ~untied & (var > 0) & (N <= EXACT_TIES_MAX_N) & (p < EXACT_TIES_BELOW)
-    for row in np.flatnonzero(tied):
-        doubled = np.rint(2.0 * avg_rank[row, : N[row]]).astype(np.int64)
-        p[row] = _exact_two_sided_ties(
-            doubled, int(n_right[row]), int(np.rint(2.0 * rank_sum[row]))
-        )
-    # All pooled runs tied: no evidence of a shift.
-    p = np.where(enough & (var <= 0), 1.0, np.where(enough, p, np.nan))
-    z = np.where(enough & (var <= 0), 0.0, np.where(enough, z, np.nan))
-    med_left = _sorted_median(np.sort(left, axis=1), n_left)
-    med_right = _sorted_median(np.sort(right, axis=1), n_right)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        shift = (med_right - med_left) / np.abs(med_left)
-    shift = np.where(enough, shift, np.nan)
-    return z, p, shift
-
-
-EXACT_MAX_PAIRS: Final = 2500
-"""Largest ``n_left * n_right`` (50 × 50 runs) given an exact Mann–Whitney p-value.
-
-Below it the normal approximation overstates small p-values several-fold (15 vs 5
-runs completely separated: exact 1.3e-4, normal 1.2e-3), which costs detections
-after the Benjamini–Hochberg step; above it the approximation is accurate and the
-exact table would grow as ``n_left * n_right``.
-"""
-
-
-@functools.lru_cache(maxsize=512)
-def _u_null_cdf(m: int, n: int) -> FloatArray:
-    r"""``P(U <= u)`` for ``u = 0 .. m n`` under the null hypothesis, without ties.
-
-    The counts of ``U`` are the coefficients of the Gaussian binomial coefficient
-    :math:`\binom{m+n}{m}_q = \prod_{i=1}^{m} (1 - q^{n+i}) / (1 - q^i)` (Mann &
-    Whitney 1947), built one factor at a time as truncated power series.
-    """
-    m, n = min(m, n), max(m, n)
-    size = m * n + 1
-    c = np.zeros(size)
-    c[0] = 1.0
-    for i in range(1, m + 1):
-        step = n + i
-        if step < size:
-            c[step:] = c[step:] - c[:-step].copy()
-        pad = (-size) % i
-        c = np.cumsum(np.concatenate([c, np.zeros(pad)]).reshape(-1, i), axis=0).ravel()[:size]
-    cdf: FloatArray = np.minimum(np.cumsum(c) / np.sum(c), 1.0)
-    cdf.setflags(write=False)
-    return cdf
-
-
-def _exact_two_sided(u: FloatArray, m: int, n: int) -> FloatArray:
-    """Two-sided exact p-value of ``U = u`` for samples without ties."""
-    cdf = _u_null_cdf(m, n)
-    top = cdf.size - 1
-    lower = cdf[np.clip(np.floor(u).astype(np.int64), 0, top)]
-    # P(U >= c) = P(U <= m n - c) by symmetry: no cancellation in 1 - cdf.
-    upper = cdf[np.clip(top - np.ceil(u).astype(np.int64), 0, top)]
-    p: FloatArray = np.minimum(2.0 * np.minimum(lower, upper), 1.0)
-    return p
-
-
-EXACT_TIES_MAX_N: Final = 40
-"""Largest pooled run count given an exact permutation p-value when runs are tied.
-
-Microsecond clocks tie short functions' runs; the normal approximation then costs
-most detections at 5 runs per release. Above 40 runs it is accurate enough.
-"""
-
-EXACT_TIES_BELOW: Final = 0.2
-"""Tied windows get the exact p-value only when the normal one is below this.
-
-The exact distribution with ties needs a per-window dynamic programme; windows
-with a normal p-value of 0.2 or more cannot pass any Benjamini–Hochberg threshold
-(at most ``fdr``) either way, so they keep the normal p-value.
-"""
-
-
-def _exact_two_sided_ties(doubled_ranks: IntArray, n_right: int, doubled_sum: int) -> float:
-    """Exact two-sided p-value of the right rank sum given tied mid-ranks.
-
-    Under the null hypothesis every set of ``n_right`` of the pooled runs is equally
-    likely to be the right window (the permutation distribution conditional on the
-    ties). A dynamic programme counts subsets by size and by doubled rank sum
-    (doubling makes mid-ranks integers).
-    """
-    total = int(doubled_ranks.sum())
-    counts = np.zeros((n_right + 1, total + 1))
-    counts[0, 0] = 1.0
-    for v in doubled_ranks:
-        counts[1:, v:] = counts[1:, v:] + counts[:-1, : total + 1 - v]
-    dist = counts[n_right]
-    dist = dist / dist.sum()
-    lower = float(dist[: doubled_sum + 1].sum())
-    upper = float(dist[doubled_sum:].sum())
-    return min(1.0, 2.0 * min(lower, upper))
-
-
 def _local_maximum(strength: FloatArray, window: int) -> BoolArray:
     """True where ``strength`` is the largest within ``window - 1`` pairs either side.
 
@@ -718,7 +502,11 @@ class PairStatistics:
 
 
 def pair_statistics(
-    a: IntervalArray, b: IntervalArray, confidence: float = 0.95
+    a: IntervalArray,
+    b: IntervalArray,
+    confidence: float = 0.95,
+    *,
+    direction: Direction = "lower_is_better",
 ) -> PairStatistics:
     """Difference interval, gap and paper verdict of adjacent releases, element-wise.
 
@@ -730,6 +518,8 @@ def pair_statistics(
         :func:`~deviations.stats.intervals.mean_ci_array`).
     confidence : float, default 0.95
         Level of the difference interval.
+    direction : {"lower_is_better", "higher_is_better"}, default "lower_is_better"
+        As in :func:`compare`.
 
     Returns
     -------
@@ -741,6 +531,7 @@ def pair_statistics(
     the difference interval for both rules). Each cell depends on its two releases
     only, so a stored matrix recomputes the pairs that touch a changed release.
     """
+    _check_direction(direction)
     d = diff_ci_array(a, b, confidence)
     paired = (a.n >= MIN_RUNS) & (b.n >= MIN_RUNS)
     return PairStatistics(
@@ -749,7 +540,7 @@ def pair_statistics(
         diff=np.where(paired, d.estimate, np.nan),
         diff_lo=np.where(paired, d.lo, np.nan),
         diff_hi=np.where(paired, d.hi, np.nan),
-        paper_verdict=_paper_verdicts(a, b, d),
+        paper_verdict=_paper_verdicts(a, b, d, direction),
         paper_p_value=np.where(paired, _t_p_value(d), np.nan),
     )
 
@@ -763,6 +554,7 @@ def recommended_verdicts(
     window: int = 3,
     fdr: float = 0.05,
     min_relative_effect: float = 0.1,
+    direction: Direction = "lower_is_better",
 ) -> tuple[FloatArray, Int8Array]:
     """Steps 2 and 4 of the recommended rule (:func:`compare_matrix`): q-values and verdicts.
 
@@ -773,7 +565,7 @@ def recommended_verdicts(
         NaN where not ``paired``.
     paired : array_like of bool, same shape
         Both releases of the pair have at least :data:`MIN_RUNS` runs.
-    window, fdr, min_relative_effect
+    window, fdr, min_relative_effect, direction
         As in :func:`compare_matrix`.
 
     Returns
@@ -792,7 +584,13 @@ def recommended_verdicts(
     """
     q_value = benjamini_hochberg(p_value)
     verdict = recommended_verdict_codes(
-        q_value <= fdr, z, shift, paired, window=window, min_relative_effect=min_relative_effect
+        q_value <= fdr,
+        z,
+        shift,
+        paired,
+        window=window,
+        min_relative_effect=min_relative_effect,
+        direction=direction,
     )
     return q_value, verdict
 
@@ -805,11 +603,13 @@ def recommended_verdict_codes(
     *,
     window: int = 3,
     min_relative_effect: float = 0.1,
+    direction: Direction = "lower_is_better",
 ) -> Int8Array:
     """Step 4 of the recommended rule: verdict codes from the Benjamini–Hochberg
     rejections (``significant``: :func:`benjamini_hochberg_rejections`, or q-values
     ``<= fdr``) and the window statistics; other arguments as in
     :func:`recommended_verdicts`."""
+    _check_direction(direction)
     sig = np.asarray(significant, dtype=np.bool_)
     zz = np.asarray(z, dtype=np.float64)
     sh = np.asarray(shift, dtype=np.float64)
@@ -821,7 +621,7 @@ def recommended_verdict_codes(
     )
     code = np.where(
         kept,
-        np.where(sh > 0, REGRESSION, IMPROVEMENT),
+        _deviation_codes(sh > 0, direction),
         np.where(sig, SIGNIFICANT_OVERLAP, NONSIGNIFICANT_OVERLAP),
     )
     verdict: Int8Array = np.where(ok, code, NO_VERDICT).astype(np.int8)
@@ -837,6 +637,7 @@ def compare_matrix(
     window: int = 3,
     fdr: float = 0.05,
     min_relative_effect: float = 0.1,
+    direction: Direction = "lower_is_better",
 ) -> ComparisonMatrix:
     r"""Statistics and verdicts for every function and consecutive release pair.
 
@@ -864,6 +665,10 @@ def compare_matrix(
         reported as a deviation (practical significance, seed 003 §VI.A); 10% is
         well under the ×1.6 steps the rule is tuned for and above run-to-run
         jitter of medians of 15 runs.
+    direction : {"lower_is_better", "higher_is_better"}, default "lower_is_better"
+        Whether a larger value is worse (run times) or better (throughput): decides
+        which deviations are regressions, for both rules. Differences, ``gap`` and
+        ``shift`` are later − earlier either way.
 
     Returns
     -------
@@ -903,7 +708,7 @@ def compare_matrix(
        ``|shift| >= min_relative_effect`` and ``|z|`` is the largest within
        ``window - 1`` boundaries on either side (a step makes every window that
        straddles it significant; only the best-placed boundary is kept). Its sign
-       gives regression / improvement. Significant boundaries not kept are
+       and ``direction`` give regression / improvement. Significant boundaries not kept are
        ``significant_overlap`` ("significant, not a deviation": the name is kept
        for the export contract);
     5. the verdict of the last ``window - 1`` boundaries is provisional: it can
@@ -922,7 +727,8 @@ def compare_matrix(
     .. [2] Y. Benjamini and Y. Hochberg, J. R. Statist. Soc. B 57(1), 289-300, 1995.
     .. [3] A. Benbachir et al., QRS 2017 (seed 003), §III.D and §V.
     """
-    _check_confidence(confidence)
+    check_confidence(confidence)
+    _check_direction(direction)
     x = np.asarray(samples, dtype=np.float64)
     if x.ndim != 3:
         raise ValueError(f"samples must have shape (functions, releases, runs), got {x.shape}")
@@ -943,7 +749,7 @@ def compare_matrix(
         raise ValueError(f"unknown estimator {estimator!r}")
     a = _slice(chosen, slice(None, -1))
     b = _slice(chosen, slice(1, None))
-    pairs = pair_statistics(a, b, confidence)
+    pairs = pair_statistics(a, b, confidence, direction=direction)
     paired = pairs.paired
     if rule == "paper":
         verdict = pairs.paper_verdict
@@ -962,6 +768,7 @@ def compare_matrix(
             window=window,
             fdr=fdr,
             min_relative_effect=min_relative_effect,
+            direction=direction,
         )
     return ComparisonMatrix(
         rule=rule,
@@ -979,6 +786,7 @@ def compare_matrix(
         q_value=q_value,
         shift=shift,
         digression=digressions(verdict, chosen.lo, chosen.hi),
+        direction=direction,
     )
 
 

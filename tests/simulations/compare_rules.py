@@ -2,8 +2,8 @@
 
 Run from the repository root::
 
-    .venv/bin/python docs/simulations/compare_rules.py            # full tables
-    .venv/bin/python docs/simulations/compare_rules.py --quick    # smaller, faster
+    .venv/bin/python -m tests.simulations.compare_rules            # full tables
+    .venv/bin/python -m tests.simulations.compare_rules --quick    # smaller, faster
 
 It prints two markdown tables: detection / false-alarm rates of both rules per
 distribution and runs per release, and the coverage of Olive's median interval.
@@ -38,21 +38,13 @@ regression/improvement verdicts on step functions at boundaries without a step.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from deviations.stats.compare import (  # noqa: E402 - after the path set-up above
-    IMPROVEMENT,
-    REGRESSION,
-    compare_matrix,
-)
-from deviations.stats.intervals import median_ci_array  # noqa: E402
+from deviations.stats.intervals import median_ci_array
+from deviations.stats.releases import IMPROVEMENT, REGRESSION, compare_matrix
 
 Generator = np.random.Generator
 Noise = Callable[[Generator, tuple[int, ...], np.ndarray], np.ndarray]

@@ -1,35 +1,14 @@
-"""Verdicts: the paper's two conditions, the matrix, digressions, the recommended rule."""
+"""Verdicts between consecutive releases (deviations.stats.releases): the paper's two
+conditions, the matrix, digressions, the recommended rule, the metric's direction."""
 
 from __future__ import annotations
-
-from itertools import combinations
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
-from deviations.stats import compare as compare_module
-from deviations.stats.compare import (
-    IMPROVEMENT,
-    NO_VERDICT,
-    NONSIGNIFICANT_OVERLAP,
-    REGRESSION,
-    SIGNIFICANT_OVERLAP,
-    VERDICTS,
-    Comparison,
-    benjamini_hochberg,
-    benjamini_hochberg_rejections,
-    compare,
-    compare_matrix,
-    digressions,
-    pair_statistics,
-    recommended_verdicts,
-    verdict_name,
-    window_tests,
-)
+from deviations.stats import releases as releases_module
 from deviations.stats.intervals import (
     IntervalArray,
     mean_ci,
@@ -38,6 +17,23 @@ from deviations.stats.intervals import (
     median_ci_array,
     median_diff_ci,
 )
+from deviations.stats.releases import (
+    IMPROVEMENT,
+    NO_VERDICT,
+    NONSIGNIFICANT_OVERLAP,
+    REGRESSION,
+    SIGNIFICANT_OVERLAP,
+    VERDICTS,
+    Comparison,
+    compare,
+    compare_matrix,
+    digressions,
+    pair_statistics,
+    recommended_verdicts,
+    verdict_name,
+    window_tests,
+)
+from tests.stats.samples import ragged
 from tests.stats.simulation import simulation as _simulation
 
 # --- the scalar compare ----------------------------------------------------------------
@@ -136,18 +132,9 @@ def test_verdict_names():
 # --- the matrix equals the scalar compare -------------------------------------------
 
 
-def _ragged(seed: int, shape: tuple[int, int, int]) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    f, r, k = shape
-    x = rng.lognormal(0.0, 0.3, shape) * np.exp(rng.normal(0, 0.4, (f, r, 1)))
-    n = rng.integers(0, k + 1, (f, r))
-    x[np.arange(k) >= n[..., None]] = np.nan
-    return x
-
-
 @pytest.mark.parametrize("estimator", ["median", "mean"])
 def test_matrix_matches_scalar_compare_cell_by_cell(estimator):
-    x = _ragged(5, (30, 12, 8))
+    x = ragged(5, (30, 12, 8))
     m = compare_matrix(x, 0.9, estimator=estimator)
     for f in range(x.shape[0]):
         for r in range(1, x.shape[1]):
@@ -175,7 +162,7 @@ def test_matrix_matches_scalar_compare_cell_by_cell(estimator):
 
 
 def test_paper_p_value_agrees_with_the_difference_interval():
-    m = compare_matrix(_ragged(8, (50, 10, 10)))
+    m = compare_matrix(ragged(8, (50, 10, 10)))
     ok = m.verdict >= 0
     excludes_zero = (m.diff_lo > 0) | (m.diff_hi < 0)
     assert np.array_equal((m.p_value < 0.05)[ok], excludes_zero[ok])
@@ -201,77 +188,6 @@ def test_matrix_is_warning_free_on_empty_releases():
 
 
 # --- the recommended rule ------------------------------------------------------------
-
-
-def _window(x: np.ndarray, f: int, k: int, window: int) -> tuple[np.ndarray, np.ndarray]:
-    left = x[f, max(0, k + 1 - window) : k + 1].ravel()
-    right = x[f, k + 1 : k + 1 + window].ravel()
-    return left[~np.isnan(left)], right[~np.isnan(right)]
-
-
-@pytest.mark.parametrize(
-    ("runs", "ties", "method"),
-    # Exact without ties and n_left * n_right <= 2500; tie-corrected normal otherwise.
-    # (Tied windows of up to 40 runs get an exact permutation p, tested below.)
-    [(6, False, "exact"), (30, False, "asymptotic"), (15, True, "asymptotic")],
-)
-def test_window_p_values_equal_scipy_mann_whitney(runs, ties, method):
-    x = _ragged(9, (20, 9, runs))
-    if runs >= 15:
-        x = np.nan_to_num(x, nan=1.0)  # full windows: >= 60 pooled runs, 90 x 90 at 30
-    if ties:
-        x = np.round(x * 5)
-    m = compare_matrix(x, rule="recommended", window=3)
-    checked = 0
-    for f in range(20):
-        for k in range(8):
-            if m.verdict[f, k] == NO_VERDICT:
-                continue
-            left, right = _window(x, f, k, 3)
-            ref = stats.mannwhitneyu(right, left, method=method).pvalue
-            assert m.p_value[f, k] == pytest.approx(ref, rel=1e-9)
-            checked += 1
-    assert checked > 50
-
-
-def test_tied_small_windows_get_the_exact_permutation_p_value():
-    # Brute force: every way to choose the right window among the pooled runs.
-    rng = np.random.default_rng(12)
-    checked = 0
-    for _ in range(60):
-        left = np.round(rng.lognormal(1.0, 0.3, 6) * 2)
-        right = np.round(rng.lognormal(1.4, 0.3, 4) * 2)
-        x = np.full((1, 2, 6), np.nan)
-        x[0, 0], x[0, 1, :4] = left, right
-        m = compare_matrix(x, rule="recommended", window=1)
-        pooled = np.concatenate([left, right])
-        if np.unique(pooled).size == pooled.size:
-            continue
-        normal = stats.mannwhitneyu(right, left, method="asymptotic").pvalue
-        if normal >= 0.2:  # EXACT_TIES_BELOW: such windows keep the normal p-value
-            assert m.p_value[0, 0] == pytest.approx(normal)
-            continue
-        ranks = stats.rankdata(pooled)
-        observed = ranks[6:].sum()
-        sums = np.array([ranks[list(c)].sum() for c in combinations(range(10), 4)])
-        ref = min(1.0, 2 * min(np.mean(sums <= observed + 1e-9), np.mean(sums >= observed - 1e-9)))
-        assert m.p_value[0, 0] == pytest.approx(ref, rel=1e-12)
-        checked += 1
-    assert checked > 10
-
-
-def test_benjamini_hochberg_matches_statsmodels():
-    p = np.random.default_rng(4).uniform(0, 1, 500) ** 3
-    ref = multipletests(p, method="fdr_bh")[1]
-    np.testing.assert_allclose(benjamini_hochberg(p), ref, rtol=1e-12)
-    grid = np.array([[0.01, np.nan], [0.04, 0.03]])
-    got = benjamini_hochberg(grid)
-    assert np.isnan(got[0, 1])
-    np.testing.assert_allclose(
-        got[~np.isnan(grid)], multipletests([0.01, 0.04, 0.03], method="fdr_bh")[1]
-    )
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        benjamini_hochberg([0.5, 1.5])
 
 
 def test_one_step_gives_one_flag():
@@ -323,29 +239,6 @@ def test_no_digression_when_the_level_does_not_come_back():
         digressions(np.array([REGRESSION]), lo, hi)
 
 
-@settings(max_examples=200)
-@given(seed=st.integers(0, 2**32 - 1), size=st.integers(0, 300),
-       fdr=st.sampled_from([0.01, 0.05, 0.1, 0.5]), coarse=st.booleans())
-def test_rejections_equal_q_values_at_most_fdr(seed, size, fdr, coarse):
-    rng = np.random.default_rng(seed)
-    p = rng.random(size) ** rng.uniform(1, 8)  # many small p-values
-    if coarse:
-        p = np.round(p, 2)  # ties, and p-values right at k * fdr / m
-    p[rng.random(size) < 0.1] = np.nan
-    p = p.reshape(-1, 3) if size % 3 == 0 else p
-    np.testing.assert_array_equal(benjamini_hochberg_rejections(p, fdr),
-                                  benjamini_hochberg(p) <= fdr)
-
-
-def test_rejections_at_the_boundary_and_bad_input():
-    # m = 4, fdr = 0.05: p_(2) = 2 * 0.05 / 4 exactly is rejected, with p_(1).
-    p = np.array([0.025, 0.01, 0.9, np.nan, 0.6])
-    assert benjamini_hochberg_rejections(p, 0.05).tolist() == [True, True, False, False, False]
-    assert not benjamini_hochberg_rejections(np.full(3, np.nan), 0.05).any()
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        benjamini_hochberg_rejections([0.1, 1.5], 0.05)
-
-
 def _digressions_by_definition(v, lo, hi):
     """The docstring's definition, one pair at a time."""
     out = np.zeros(v.shape, dtype=bool)
@@ -382,7 +275,7 @@ def test_digressions_in_chunks(monkeypatch):
     lo = rng.normal(0, 1, (5, 31))
     hi = lo + 0.5
     whole = digressions(v, lo, hi)
-    monkeypatch.setattr(compare_module, "_PAIRS_PER_CHUNK", 7)
+    monkeypatch.setattr(releases_module, "_PAIRS_PER_CHUNK", 7)
     np.testing.assert_array_equal(digressions(v, lo, hi), whole)
     np.testing.assert_array_equal(whole, _digressions_by_definition(v, lo, hi))
 
@@ -470,3 +363,58 @@ def test_pieces_rebuild_compare_matrix(estimator):
     np.testing.assert_array_equal(q, rec.q_value)
     assert np.any(verdict == REGRESSION)
     assert np.any(verdict == IMPROVEMENT)
+
+
+# --- the metric's direction -------------------------------------------------------------
+
+
+def test_direction_decides_which_increase_is_a_regression():
+    up = compare(BASE, BASE * 1.5, direction="higher_is_better")
+    assert up.verdict == "improvement"
+    assert up.diff > 0  # the difference stays later − earlier
+    assert up.diff == compare(BASE, BASE * 1.5).diff
+    down = compare(BASE * 1.5, BASE, direction="higher_is_better")
+    assert down.verdict == "regression"
+    assert down.diff < 0
+    same = compare(BASE, BASE, direction="higher_is_better")
+    assert same.verdict == "nonsignificant_overlap"
+    with pytest.raises(ValueError, match="direction"):
+        compare(BASE, BASE, direction="up")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("rule", ["paper", "recommended"])
+def test_matrix_direction_swaps_only_the_deviation_codes(rule):
+    rng = np.random.default_rng(3)
+    x = rng.lognormal(0.0, 0.05, (3, 24, 10))
+    x[0, 8:16] *= 2.5  # up at pair 7, back down at pair 15
+    x[1, 12:] *= 0.5  # down at pair 11
+    lower = compare_matrix(x, rule=rule)
+    higher = compare_matrix(x, rule=rule, direction="higher_is_better")
+    assert lower.direction == "lower_is_better"
+    assert higher.direction == "higher_is_better"
+    swap = {REGRESSION: IMPROVEMENT, IMPROVEMENT: REGRESSION}
+    expected = np.vectorize(lambda c: swap.get(int(c), int(c)))(lower.verdict)
+    np.testing.assert_array_equal(higher.verdict, expected)
+    assert higher.verdict[0, 7] == IMPROVEMENT
+    assert higher.verdict[0, 15] == REGRESSION
+    assert higher.verdict[1, 11] == REGRESSION
+    for name in ("gap", "diff", "diff_lo", "diff_hi", "p_value", "q_value", "shift"):
+        np.testing.assert_array_equal(getattr(higher, name), getattr(lower, name))
+    # A temporary rise is a digression whichever direction is better.
+    np.testing.assert_array_equal(higher.digression, lower.digression)
+    assert np.flatnonzero(higher.digression[0]).tolist() == [7]
+    with pytest.raises(ValueError, match="direction"):
+        compare_matrix(x, rule=rule, direction="sideways")  # type: ignore[arg-type]
+
+
+def test_recommended_verdicts_take_the_direction():
+    x = _stepped_samples(3)
+    w = window_tests(x)
+    paired = np.ones(w.p_value.shape, dtype=bool)
+    _, lower = recommended_verdicts(w.p_value, w.z, w.shift, paired)
+    _, higher = recommended_verdicts(
+        w.p_value, w.z, w.shift, paired, direction="higher_is_better"
+    )
+    assert np.any(lower == REGRESSION)
+    np.testing.assert_array_equal(higher == IMPROVEMENT, lower == REGRESSION)
+    np.testing.assert_array_equal(higher == REGRESSION, lower == IMPROVEMENT)
