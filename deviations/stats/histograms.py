@@ -282,7 +282,7 @@ def _cumulative_at(c: FloatArray, e: FloatArray, x: FloatArray) -> FloatArray:
 
 
 @dataclass(frozen=True)
-class HistogramChange:
+class DetectedChange:
     """One reported change: where, how large (Hellinger distance to the previous usable
     build), what kind, and the translation (in buckets) that best explains it."""
 
@@ -338,14 +338,14 @@ class ChangeScan:
     kind: StrArray
     shift_buckets: FloatArray = field(repr=False)
 
-    def changes(self) -> list[HistogramChange]:
+    def changes(self) -> list[DetectedChange]:
         """All reported changes, in index order."""
         out = []
         for pos in zip(*np.nonzero(self.changed), strict=True):
             idx = tuple(int(i) for i in pos)
             kind: ChangeKind = "shift" if self.kind[idx] == "shift" else "shape"
             out.append(
-                HistogramChange(
+                DetectedChange(
                     index=idx[:-1],
                     build=idx[-1],
                     distance=float(self.distance[idx]),

@@ -49,18 +49,19 @@ from django.db.models import Max
 from django.utils import timezone
 
 from deviations.core.db import batches
-from deviations.stats.compare import (
-    benjamini_hochberg_rejections,
-    digressions,
-    pair_statistics,
-    recommended_verdict_codes,
-    window_tests,
-)
+from deviations.stats import Direction
 from deviations.stats.intervals import (
     MIN_RUNS,
     IntervalArray,
     mean_ci_array,
     median_ci_array,
+)
+from deviations.stats.multiple import benjamini_hochberg_rejections
+from deviations.stats.releases import (
+    digressions,
+    pair_statistics,
+    recommended_verdict_codes,
+    window_tests,
 )
 from deviations.traces import store
 from deviations.traces.models import Run, RunTimes, Series, SeriesAnalysis
@@ -77,6 +78,8 @@ __all__ = ["ESTIMATORS", "METRICS", "RULES", "analyse_series", "read_analysis"]
 
 # The parameters of compare_matrix's defaults (docs/statistics.md says why each value).
 CONFIDENCE = 0.95
+#: Trace metrics (self and total time) are durations: a larger one is a regression.
+DIRECTION: Direction = "lower_is_better"
 WINDOW = 3
 FDR = 0.05
 MIN_RELATIVE_EFFECT = 0.1
@@ -325,7 +328,9 @@ def _recompute(
                 _put(state.release[estimator][k], rows, out_cols, getattr(ia, k)[:, write])
             _put(state.n, rows, out_cols, ia.n[:, write])
             if len(pair_idx):
-                got = pair_statistics(_take(ia, left), _take(ia, left + 1), CONFIDENCE)
+                got = pair_statistics(
+                    _take(ia, left), _take(ia, left + 1), CONFIDENCE, direction=DIRECTION
+                )
                 values = {
                     "gap": got.gap, "diff": got.diff, "diff_lo": got.diff_lo,
                     "diff_hi": got.diff_hi, "paper_p": got.paper_p_value,
@@ -495,6 +500,7 @@ def _globals(metrics: dict[str, MetricArrays]) -> dict[str, np.ndarray]:
             np.where(paired, state.window["z"], np.nan),
             np.where(paired, state.window["shift"], np.nan),
             paired, window=WINDOW, min_relative_effect=MIN_RELATIVE_EFFECT,
+            direction=DIRECTION,
         )
         out[store.global_key(metric, "verdict")] = rec_verdict
         for estimator, rule in product(ESTIMATORS, RULES):

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deviations.core.text import plotly_text
-from deviations.stats.compare import (
+from deviations.stats.releases import (
     IMPROVEMENT,
     NONSIGNIFICANT_OVERLAP,
     REGRESSION,
@@ -172,7 +172,7 @@ def deviation_matrix(
     ----------
     functions, releases : sequences of str, lengths F and R
     verdict : int8 array (F, R-1)
-        Codes of :mod:`deviations.stats.compare`; ``-1`` cells are left out.
+        Codes of :mod:`deviations.stats.releases`; ``-1`` cells are left out.
     gap, diff, diff_lo, diff_hi : float arrays (F, R-1), microseconds
     estimate, lo, hi : float arrays (F, R), microseconds
         Per-release intervals of the estimator the verdicts used.

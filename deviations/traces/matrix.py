@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 
-from deviations.stats.compare import IMPROVEMENT, REGRESSION
+from deviations.stats.releases import IMPROVEMENT, REGRESSION
 from deviations.traces import selectors
 from deviations.traces.models import Series
 

@@ -237,7 +237,7 @@ class AnalysisBlock(models.Model):
     ``rows`` values: per release ``estimate``, ``lo``, ``hi`` (the estimator's interval),
     ``n`` (int64); for the pair ending at this release (empty in the first column):
     ``gap``, ``diff``, ``diff_lo``, ``diff_hi``, ``paper_p``, ``paper_verdict`` (int8 codes
-    of ``deviations.stats.compare``), and the recommended rule's window tests ``z``, ``p``
+    of ``deviations.stats.releases``), and the recommended rule's window tests ``z``, ``p``
     (raw, before Benjamini–Hochberg) and ``shift``. A new release rewrites its own blocks and
     those of the few releases whose pairs or windows it touches, never the whole matrix.
     """

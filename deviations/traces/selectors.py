@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 from django.db.models import Count, Q
 
-from deviations.stats.compare import IMPROVEMENT, NO_VERDICT, REGRESSION, verdict_name
 from deviations.stats.intervals import MIN_RUNS, median_ci
+from deviations.stats.releases import IMPROVEMENT, NO_VERDICT, REGRESSION, verdict_name
 from deviations.traces.models import Function, Release, Run, RunTimes, Series
 from deviations.traces.store import binary_values, read_analysis
 

@@ -31,8 +31,8 @@ import psycopg
 from django.db import connection, transaction
 from django.db.models import Count, QuerySet
 
-from deviations.stats.compare import benjamini_hochberg
 from deviations.stats.intervals import MIN_RUNS
+from deviations.stats.multiple import benjamini_hochberg
 from deviations.traces.models import AnalysisBlock, Series, SeriesAnalysis
 
 METRICS = ("self", "total")

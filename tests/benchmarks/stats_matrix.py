@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from deviations.stats.compare import compare, compare_matrix
+from deviations.stats.releases import compare, compare_matrix
 
 FUNCTIONS = 1_000
 RELEASES = 100

@@ -19,8 +19,8 @@ from django.core.management.base import CommandError
 from django.db.models import Count
 from django.utils import timezone
 
-from deviations.stats.compare import compare, compare_matrix
 from deviations.stats.intervals import mean_ci, median_ci
+from deviations.stats.releases import compare, compare_matrix
 from deviations.traces import analysis, demo
 from deviations.traces.models import (
     AnalysisBlock,

@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from deviations.stats.compare import ComparisonMatrix, compare_matrix
+from deviations.stats.releases import ComparisonMatrix, compare_matrix
 from deviations.traces import charts
 
 NAN = float("nan")
@@ -24,7 +24,7 @@ def matrix_of_result(
     result: ComparisonMatrix, functions: Sequence[str], releases: Sequence[str],
     function_urls: Sequence[str] | None = None, **kwargs: Any,
 ) -> dict[str, Any]:
-    """:func:`deviation_matrix` of a :func:`~deviations.stats.compare.compare_matrix` result.
+    """:func:`deviation_matrix` of a :func:`~deviations.stats.releases.compare_matrix` result.
 
     Uses the per-release intervals of the estimator the verdicts were computed with.
     """
