@@ -67,13 +67,7 @@ ijson streaming keeps memory flat but parses at about half ``json.load``'s speed
 issue's figure, not pursued); a plain msgspec ``Struct`` with ``args`` as ``msgspec.Raw``
 keeps the buffer alive (measured 4.6x at the peak, over the 4x budget); the tagged union
 decodes as fast or faster and peaks at ~3x (measured).
-Measured with ``python -m tests.benchmarks.ingest`` (256 MiB, 2.0 M events; best of 3 on
-a 2-CPU machine shared with other jobs, so seconds vary two-fold from run to run and the
-ratios are what count): ``parse_trace(all_threads=True)`` alone takes 0.48x the time of
-``json.load`` (9.2 s against 19.1 s in that run; about 5.4 s when the machine was
-quieter: read 0.2 s, decode 1.9 s, columns 1.5 s, nesting 1.8 s) at a peak of 3.0x the
-file size (``json.load``: 6.6x). The CLI ``ingest_traces`` takes 0.76x at 3.4x: Django
-and SciPy start-up, the sha256 of the file and the database writes add ~3-4 s.
+The measured speed and memory of each choice: docs/architecture.md, "Trace parsing".
 """
 
 from __future__ import annotations

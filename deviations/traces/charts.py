@@ -154,9 +154,9 @@ They are most cells of a large matrix and most of its payload (~200 bytes each),
 page draws far faster without them; a page of 100 functions × 100 releases has ~9,000."""
 SVG_MAX_POINTS: Final = 5_000
 """Up to this many points the matrix is drawn as SVG (``scatter``), beyond it with WebGL
-(``scattergl``). Measured in headless Chromium without a GPU (software GL): a WebGL plot
-costs ~1.5 s before its first point (1 point: 1.5 s), an SVG plot of 1,000 points 0.3 s,
-of 10,500 points 2.1 s, the same 10,500 with WebGL 1.5 s."""
+(``scattergl``): without a GPU a WebGL plot pays a fixed cost before its first point that
+SVG only reaches at several thousand points (docs/architecture.md, "Pages read stored
+matrices", has the measurements)."""
 
 
 def deviation_matrix(
