@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from deviations.alerts.models import SentAlert, Subscription
 from deviations.core.errors import UserError
+from deviations.core.text import one_line
 from deviations.traces.models import Series
 
 log = logging.getLogger(__name__)
@@ -143,7 +144,7 @@ def claim(subject: str, email: str, status: str, **fields: Any) -> SentAlert | N
 
 def send(alert: SentAlert, subject: str, body: str, unsubscribe: str) -> None:
     message = EmailMessage(
-        subject=subject[:_SUBJECT_CHARS],
+        subject=one_line(subject)[:_SUBJECT_CHARS],
         body=body + f"\n\nUnsubscribe: {unsubscribe}\n",
         from_email=settings.DEFAULT_FROM_EMAIL,
         to=[alert.email],
@@ -186,7 +187,7 @@ def send_digests() -> int:
         )
         if not claimed:
             continue
-        lines = "\n".join(f"- {a.summary}\n  {a.url}" for a in claimed)
+        lines = "\n".join(f"- {one_line(a.summary)}\n  {a.url}" for a in claimed)
         message = EmailMessage(
             subject=f"[deviations] daily digest: {len(claimed)} alert(s)",
             body=(

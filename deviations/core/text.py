@@ -1,11 +1,18 @@
-"""Untrusted text (function and probe names) made safe for Plotly labels.
+"""Untrusted text (function and probe names) made safe where it is shown.
 
 Django escapes what templates print; Plotly renders a small HTML subset in titles, tick
 labels, legends and hover labels, so every uploaded string put in a figure goes through
-``plotly_text`` first.
+``plotly_text`` first. Email headers and one-line summaries must not contain line breaks
+(a name ``"x\nBcc: y"`` would otherwise add a header, or stop Django from sending):
+``one_line``. CSV cells starting with ``= + - @`` are formulas to spreadsheets:
+``csv_cell``.
 """
 
+import re
 from html import escape
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def plotly_text(s: object) -> str:
@@ -15,3 +22,18 @@ def plotly_text(s: object) -> str:
     characters while no tag (``<b>``, ``<a href>``, ``<img>``) is ever interpreted.
     """
     return escape(str(s), quote=True)
+
+
+def one_line(s: object) -> str:
+    """``s`` with every run of control characters (line breaks, tabs, NUL) replaced by
+    one space: safe in an email header and in a one-line summary."""
+    return _CONTROL.sub(" ", str(s))
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell a spreadsheet shows as text: a string starting with ``= + - @`` (or a tab
+    or carriage return) gets a leading ``'`` (OWASP's advice for CSV injection). Numbers
+    are left as numbers, so ``-3.5`` stays a negative number."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value

@@ -1,11 +1,12 @@
 """Rows to standard output as CSV or JSON, for the export commands."""
 
-import csv
 import json
 import os
 import sys
 from collections.abc import Iterable
 from typing import Any
+
+from deviations.core.tables import write_csv
 
 
 def write_rows(out: Any, rows: Iterable[dict[str, Any]], fields: list[str], fmt: str) -> None:
@@ -16,9 +17,7 @@ def write_rows(out: Any, rows: Iterable[dict[str, Any]], fields: list[str], fmt:
     """
     try:
         if fmt == "csv":
-            writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
-            writer.writeheader()
-            writer.writerows(rows)
+            write_csv(out, rows, fields)
         else:
             out.write("[", ending="")
             for i, row in enumerate(rows):

@@ -174,6 +174,34 @@ def test_series_regressions_of_new_releases(monkeypatch) -> None:
     assert "/series/s/" in message.body
 
 
+def test_a_line_break_in_a_name_blocks_no_alert(monkeypatch) -> None:
+    """Hardening #5: "nl\nBcc: x@y" raised BadHeaderError while the subject was built, and
+    every later regression of the pass was never sent."""
+    series = Series.objects.create(name="s")
+    old = Release.objects.create(series=series, version="1")
+    sub = alerts.subscribe("t@example.org", "s", target=Subscription.SERIES)
+    Subscription.objects.filter(pk=sub.pk).update(created=timezone.now() - timedelta(days=1))
+    Release.objects.filter(pk=old.pk).update(created=timezone.now() - timedelta(days=2))
+    Release.objects.create(series=series, version="2")
+    rows = [
+        {"function": name, "from_release": "1", "to_release": "2", "verdict": "regression",
+         "diff": 10.0}
+        for name in ("nl\nBcc: x@y", "cr\r\nX-Evil: 1", "Paint")
+    ]
+    monkeypatch.setattr(selectors, "deviation_rows", lambda *a: iter(rows))
+    assert trace_notify.notify_series_regressions() == 3
+    subjects = sorted(m.subject for m in mail.outbox)
+    assert all("\n" not in s and "\r" not in s for s in subjects)
+    assert "[deviations] s: nl Bcc: x@y regressed from 1 to 2 (median self time +10 µs)" in (
+        subjects
+    )
+    for m in mail.outbox:
+        headers = {k.lower() for k in m.message().keys()}
+        assert "bcc" not in headers
+        assert "x-evil" not in headers
+        assert m.recipients() == ["t@example.org"]
+
+
 def test_series_regression_from_a_real_analysis(tmp_path) -> None:
     def ingest(version: str, durations: list[int]) -> None:
         files = []

@@ -14,6 +14,7 @@ from django.core.management.base import CommandError
 
 from deviations.traces.models import Function, Release, Run, RunTimes, Series
 from ingest import runs
+from tests.conftest import renderer_events
 
 pytestmark = pytest.mark.django_db
 
@@ -249,3 +250,15 @@ def test_processing_twice_is_harmless(write_trace, simple_events) -> None:
 def test_export_unknown_series() -> None:
     with pytest.raises(CommandError, match="no series named"):
         export(series="nope")
+
+
+def test_csv_exports_never_hold_a_formula(write_trace) -> None:
+    """Hardening #10: names starting with = + - @ opened as formulas in a spreadsheet."""
+    names = ["=HYPERLINK(\"http://evil\")", "+cmd", "-2+3", "@SUM(A1)", "Paint"]
+    events = renderer_events([(n, 100 * i, 10) for i, n in enumerate(names)])
+    ingest(write_trace("r.json", events))
+    rows = export("selftimes", "csv")
+    assert sorted(r["function"] for r in rows) == sorted(
+        ["'=HYPERLINK(\"http://evil\")", "'+cmd", "'-2+3", "'@SUM(A1)", "Paint"]
+    )
+    assert {float(r["self_us"]) for r in rows} == {10.0}
