@@ -3,7 +3,7 @@ from typing import Any
 from django import forms
 
 from deviations.core.forms import validated
-from deviations.core.versions import check_series_name, check_version
+from deviations.core.versions import MAX_ORDER, check_series_name, check_version
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -28,7 +28,8 @@ class TraceUploadForm(forms.Form):
     series = forms.CharField(max_length=100, help_text="e.g. chromium-linux.example-load")
     release = forms.CharField(max_length=100, help_text="e.g. 56.0.2909.0 or 20161020030211")
     order = forms.IntegerField(
-        required=False, min_value=0, help_text="Optional: sort by this number, not the version."
+        required=False, min_value=0, max_value=MAX_ORDER,
+        help_text="Optional: sort by this number, not the version.",
     )
     thread_name = forms.CharField(max_length=200, initial="CrRendererMain")
     process_name = forms.CharField(max_length=200, initial="Renderer")

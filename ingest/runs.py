@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from deviations.core.db import IN_BATCH, batches
 from deviations.core.errors import UserError
-from deviations.core.versions import check_series_name, check_version
+from deviations.core.versions import check_order, check_series_name, check_version
 from deviations.traces.models import Function, Release, Run, RunTimes, Series
 from ingest.traces import FunctionTimes, TraceError, parse_trace
 
@@ -74,6 +74,7 @@ def get_release(series_name: str, version: str, order: int | None = None) -> Rel
     try:
         check_series_name(series_name)
         check_version(version)
+        check_order(order)
     except UserError as exc:
         raise IngestError(exc.message) from None
     series, _ = Series.objects.get_or_create(name=series_name)

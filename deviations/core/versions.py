@@ -25,7 +25,19 @@ def check_version(version: str) -> str:
             f"release version {version!r} is not valid: 1 to 100 characters, letters, digits "
             "and . _ + ~ -, starting with a letter or digit"
         )
+    sort_key(version)  # its numbers must fit the sort key
     return version
+
+
+#: The largest ``order`` a release can have (the database column is a signed 64-bit integer).
+MAX_ORDER = 2**63 - 1
+
+
+def check_order(order: int | None) -> int | None:
+    """``order`` if it can sort a release (None, or 0 to ``MAX_ORDER``), else ``UserError``."""
+    if order is not None and not 0 <= order <= MAX_ORDER:
+        raise UserError(f"release order must be an integer from 0 to {MAX_ORDER:,}, got {order}")
+    return order
 
 
 def check_series_name(name: str) -> str:
@@ -42,16 +54,17 @@ def sort_key(version: str, order: int | None = None) -> str:
     """A string whose plain (byte-wise) order is the natural order of versions.
 
     ``order`` (a non-negative integer), when given, sorts in place of the version.
+    ``UserError`` when a number is longer than 30 digits or ``order`` is negative.
     Digit runs are zero-padded to a fixed width, so comparing the strings compares the
     numbers; the separators between them compare as characters.
     """
     text = str(order) if order is not None else version
     if order is not None and order < 0:
-        raise ValueError(f"release order must be >= 0, got {order}")
+        raise UserError(f"release order must be >= 0, got {order}")
     parts = _TOKEN.split(text)
     for i in range(1, len(parts), 2):
         digits = parts[i].lstrip("0") or "0"
         if len(digits) > _DIGITS:
-            raise ValueError(f"{text!r} has a number longer than {_DIGITS} digits")
+            raise UserError(f"{text!r} has a number longer than {_DIGITS} digits")
         parts[i] = digits.rjust(_DIGITS, "0")
     return "".join(parts)

@@ -168,3 +168,24 @@ def test_absurd_times_fail_the_run_and_never_stop_the_series(
     series = Series.objects.get(name="chromium-linux")
     assert SeriesAnalysis.objects.filter(series=series).exists()
     assert RunTimes.objects.count() == 4
+
+
+@pytest.mark.parametrize("order", ["-5", str(2**63), str(10**30)])
+def test_order_out_of_range_is_a_400(post: Any, token: str, simple_events, order: str) -> None:
+    """Hardening #7: these passed validation and answered 500."""
+    response = post(token, trace_bytes(simple_events), order=order)
+    assert response.status_code in (400, 422), response.content
+    assert not Run.objects.exists()
+
+
+def test_the_largest_order_is_accepted(post: Any, token: str, simple_events) -> None:
+    response = post(token, trace_bytes(simple_events), order=str(2**63 - 1))
+    assert response.status_code == 201, response.content
+
+
+def test_a_version_with_a_huge_number_is_a_400(post: Any, token: str, simple_events) -> None:
+    url = URL.replace("56.0.2909.0", "1." + "9" * 31)
+    response = post(token, trace_bytes(simple_events), url=url)
+    assert response.status_code == 400
+    assert "longer than 30 digits" in response.json()["detail"]
+    assert not Run.objects.exists()

@@ -54,6 +54,22 @@ def test_upload_several_files_then_status(user_client: Client, simple_events, co
     assert runs["bad.json"]["error"].startswith("bad.json: ")
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [("order", str(2**63), "less than or equal to"), ("order", "-1", "greater than or equal"),
+     ("release", "1." + "9" * 31, "longer than 30 digits")],
+)
+def test_upload_form_refuses_what_would_answer_500(
+    user_client: Client, simple_events, field: str, value: str, says: str
+) -> None:
+    """Hardening #7: an order of 2^63 or more, a number of more than 30 digits."""
+    trace = upload_file("t.json", json.dumps(simple_events).encode())
+    response = user_client.post("/upload/", form(files=[trace], **{field: value}))
+    assert response.status_code == 400
+    assert says in response.content.decode()
+    assert not Run.objects.exists()
+
+
 def test_upload_form_errors(user_client: Client) -> None:
     response = user_client.post("/upload/", form(release="a/b"))
     assert response.status_code == 400
