@@ -245,7 +245,13 @@ def parse_histogram_file(
     if probe is not None:
         ctx.check_probe(probe, "")
     data = bytes(reading.read_bounded(source, name, max_bytes, HistogramError))
-    records = _records(data, ctx)
+    try:
+        records = _records(data, ctx)
+    # Input the decoder takes but Python cannot hold, found by the fuzz test.
+    except UnicodeDecodeError as e:
+        ctx.fail("", f"not valid UTF-8 text ({e.reason})")
+    except RecursionError:
+        ctx.fail("", "JSON nested too deeply")
     if not records:
         ctx.fail("", "no histograms in the file")
     seen: dict[tuple[str, str], str] = {}
@@ -533,8 +539,8 @@ def _record_from_plain(item: dict[str, Any], ctx: _Context, where: str) -> Histo
     for i, edge in enumerate(edges_in):
         if edge is None and i == len(edges_in) - 1:
             edges[i] = math.inf  # JSON has no infinity: null closes an overflow bucket
-        elif _is_number(edge) and math.isfinite(edge):
-            edges[i] = edge
+        elif (number := _finite_float(edge)) is not None:
+            edges[i] = number
         else:
             ctx.fail(where, f"edges[{i}] is {_show(edge)}, not a finite number")
     if np.any(np.diff(edges) <= 0):
@@ -807,7 +813,8 @@ def _is_number(value: object) -> bool:
 
 
 def _is_integral(value: object) -> bool:
-    return _is_number(value) and math.isfinite(value) and float(value).is_integer()  # type: ignore[arg-type]
+    number = _finite_float(value)
+    return number is not None and number.is_integer()
 
 
 def _number_key(key: str, ctx: _Context, where: str) -> float:
@@ -822,9 +829,22 @@ def _number_key(key: str, ctx: _Context, where: str) -> float:
 
 
 def _count(value: object, ctx: _Context, where: str, label: str) -> float:
-    if not _is_number(value) or not math.isfinite(value) or value < 0:  # type: ignore[operator, arg-type]
+    count = _finite_float(value)
+    if count is None or count < 0:
         ctx.fail(where, f"{label} is {_show(value)}: a count must be a finite number >= 0")
-    return float(value)  # type: ignore[arg-type]
+    return count
+
+
+def _finite_float(value: object) -> float | None:
+    """``value`` as a finite float, or None (not a number, infinite, or an integer too
+    large for a float)."""
+    if not _is_number(value):
+        return None
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _optional_number(
@@ -832,10 +852,11 @@ def _optional_number(
 ) -> float | None:
     if value is None:
         return None
-    if not _is_number(value) or not math.isfinite(value) or value < minimum:  # type: ignore[operator, arg-type]
+    number = _finite_float(value)
+    if number is None or number < minimum:
         bound = "" if minimum == -math.inf else f" >= {minimum:g}"
         ctx.fail(where, f"'{label}' is {_show(value)}, not a finite number{bound}")
-    return float(value)  # type: ignore[arg-type]
+    return number
 
 
 def _flag(value: object, ctx: _Context, where: str) -> bool:

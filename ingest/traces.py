@@ -306,6 +306,14 @@ def parse_trace(
         return _parse(source, name, thread_name, process_name, all_threads, max_bytes)
     except MemoryError:
         raise TraceError(f"{name}: out of memory while parsing (file too large)") from None
+    # Input the decoder takes but Python cannot hold, found by the fuzz test: a lone
+    # surrogate escape ("\ud800"), JSON nested thousands deep, a pid beyond 64 bits.
+    except UnicodeDecodeError as e:
+        raise TraceError(f"{name}: not valid UTF-8 text ({e.reason})") from None
+    except RecursionError:
+        raise TraceError(f"{name}: JSON nested too deeply") from None
+    except OverflowError:
+        raise TraceError(f"{name}: a number does not fit in 64 bits (a pid, tid or time)") from None
 
 
 def _parse(

@@ -1,0 +1,176 @@
+"""Hostile input (hardening #8): seeded mutations of real and hand-made documents.
+
+Every case either parses or raises the parser's ``UserError`` subclass with a message
+naming the file; through the upload paths, a bad file fails alone, leaves no partial row
+and no uploaded bytes behind. Bounded: ~40,000 parser cases and a few hundred uploads run
+in seconds. ``python -m tests.ingest.mutations`` holds the mutator.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from deviations.core.errors import UserError
+from deviations.core.models import ApiToken
+from deviations.histograms.models import HistogramSnapshot, Probe
+from deviations.traces.models import Run, RunTimes
+from ingest.histograms import HistogramError, parse_histogram_file
+from ingest.services import store_histogram_file
+from ingest.traces import TraceError, parse_trace
+from tests.conftest import SHARED_DATA, plain_histogram, renderer_events
+from tests.ingest.mutations import cases
+
+FIXTURES = SHARED_DATA / "traces" / "fixtures"
+HISTOGRAMS = SHARED_DATA / "histograms"
+
+
+def _trace_seeds() -> list[bytes]:
+    own = [
+        json.dumps({"traceEvents": renderer_events([("A", 0, 10), ("B", 2, 3), ("A", 20, 5)])}),
+        json.dumps(renderer_events([("A", 0, 10)]) + [
+            {"ph": "B", "name": "C", "pid": 7, "tid": 1, "ts": 30},
+            {"ph": "E", "name": "C", "pid": 7, "tid": 1, "ts": 40},
+        ]),
+    ]
+    files = ["catapult__simple_trace.json", "catapult__nestable_async.json",
+             "catapult__nanoseconds.json"]
+    return [s.encode() for s in own] + [(FIXTURES / f).read_bytes() for f in files]
+
+
+def _histogram_seeds() -> list[bytes]:
+    own = json.dumps([plain_histogram("P", str(b), [1, 2, 3]) for b in (1, 2)]).encode()
+    files = ["glam__enumerated_histogram_version.json", "glam__boolean_histogram_version.json",
+             "glam__exponential_histogram_version.json"]
+    return [own] + [(HISTOGRAMS / f).read_bytes() for f in files]
+
+
+def _fuzz(seeds: list[bytes], parse: Any, error: type[UserError], n: int) -> tuple[int, int]:
+    parsed = refused = 0
+    unnamed = []
+    for i, data in cases(seeds, n, seed=2026):
+        try:
+            parse(data)
+        except error as exc:
+            refused += 1
+            if not str(exc).startswith("fuzz.json: "):
+                unnamed.append((i, str(exc)))
+        except Exception as exc:
+            raise AssertionError(f"case {i}: {type(exc).__name__}: {exc}") from exc
+        else:
+            parsed += 1
+    assert unnamed == []
+    return parsed, refused
+
+
+def test_trace_parser_raises_only_its_error() -> None:
+    parsed, refused = _fuzz(
+        _trace_seeds(), lambda d: parse_trace(d, display_name="fuzz.json", all_threads=True),
+        TraceError, 20_000,
+    )
+    # The mutations reach the parser's depths: some cases still parse.
+    assert parsed > 1_000
+    assert refused > 1_000
+
+
+def test_histogram_parser_raises_only_its_error() -> None:
+    parsed, refused = _fuzz(
+        _histogram_seeds(),
+        lambda d: parse_histogram_file(d, display_name="fuzz.json"),
+        HistogramError, 20_000,
+    )
+    assert parsed > 400
+    assert refused > 1_000
+
+
+@pytest.mark.django_db
+def test_uploads_of_mutated_traces_fail_alone_and_leave_nothing(
+    client: Any, committed: Any, settings: Any, tmp_path: Path
+) -> None:
+    settings.MEDIA_ROOT = tmp_path / "media"
+    token = ApiToken.issue(get_user_model().objects.create_user("ci"), "CI")[1]
+    statuses: dict[int, int] = {}
+    for i, data in cases(_trace_seeds(), 150, seed=7):
+        upload = io.BytesIO(data)
+        upload.name = f"case{i}.json"
+        response = committed(
+            client.post, "/api/series/fuzz/releases/1.0/runs", {"file": upload},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+        assert response.status_code in (200, 201, 400), (i, response.content)
+    runs = Run.objects.all()
+    assert set(runs.values_list("status", flat=True)) <= {Run.DONE, Run.FAILED}
+    assert RunTimes.objects.count() == runs.filter(status=Run.DONE).count()
+    assert all(r.error.startswith(f"{r.file_name}: ") for r in runs.filter(status=Run.FAILED))
+    left = list((tmp_path / "media").rglob("*")) if (tmp_path / "media").exists() else []
+    assert [p for p in left if p.is_file()] == []
+
+
+@pytest.mark.django_db
+def test_mutated_histogram_files_store_whole_or_not_at_all() -> None:
+    for i, data in cases(_histogram_seeds(), 150, seed=11):
+        before = (Probe.objects.count(), HistogramSnapshot.objects.count())
+        try:
+            store_histogram_file(data, display_name=f"case{i}.json")
+        except HistogramError:
+            assert (Probe.objects.count(), HistogramSnapshot.objects.count()) == before
+
+
+@pytest.mark.parametrize("doc", [
+    b"[" * 200_000,
+    b'{"traceEvents":' + b"[" * 200_000,
+    b'[{"ph":"M","name":"process_name","pid":1,"tid":1,"args":' + b"[" * 200_000,
+    b'[{"ph":"M","name":"process_name","pid":1,"tid":1,"args":' + b"[" * 200_000 + b"]" * 200_000
+    + b"}]",
+])
+def test_deep_nesting_is_refused(doc: bytes) -> None:
+    with pytest.raises(TraceError, match=r"^deep\.json: "):
+        parse_trace(doc, display_name="deep.json")
+    with pytest.raises(HistogramError, match=r"^deep\.json: "):
+        parse_histogram_file(doc, display_name="deep.json")
+
+
+_BOMB = """
+import resource, sys
+from ingest.traces import TraceError, parse_trace
+from ingest.histograms import HistogramError, parse_histogram_file
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+for parse, error in ((parse_trace, TraceError), (parse_histogram_file, HistogramError)):
+    try:
+        parse(sys.argv[1], display_name="bomb.json.gz", max_bytes=20 * 1024 * 1024)
+    except error as exc:
+        assert "decompresses to more than" in str(exc), exc
+    else:
+        raise AssertionError("the bomb was parsed")
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(base // 1024, peak // 1024)
+"""
+
+
+def test_a_gzip_bomb_stops_at_the_limit_in_bounded_memory(tmp_path: Path) -> None:
+    """200 MB of JSON inflated from ~0.2 MB, with a 20 MB limit: refused after inflating
+    about the limit, never the whole (peak RSS measured in a fresh process)."""
+    import gzip
+    import subprocess
+    import sys
+
+    bomb = tmp_path / "bomb.json.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as f:
+        f.write(b"[")
+        for _ in range(100):
+            f.write(b"0," * (1024 * 1024))
+        f.write(b"0]")
+    assert bomb.stat().st_size < 1024 * 1024
+    out = subprocess.run(
+        [sys.executable, "-c", _BOMB, str(bomb)], capture_output=True, text=True, check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    ).stdout.split()
+    base_mb, peak_mb = (int(x) for x in out)
+    # Inflating stops one piece (1 MiB) past the 20 MB limit; the whole would be 200 MB.
+    assert peak_mb - base_mb < 60, (base_mb, peak_mb)
