@@ -97,8 +97,15 @@ DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # The CLI ingests while the dev server reads: wait for the writer instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
+    # The embedded default serves concurrent uploads (and the CLI ingests while the server
+    # reads): WAL lets readers run beside the one writer; IMMEDIATE transactions take the
+    # write lock when they begin, so two writers queue (up to the timeout) instead of one
+    # failing with "database is locked" when its read turns into a write.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL",
+    })
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
