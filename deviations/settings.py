@@ -53,6 +53,38 @@ DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
+# --- HTTPS (production) -------------------------------------------------------------------
+# DJANGO_HTTPS=1 when users reach the site over HTTPS (docs/deploy.md): redirects http to
+# https, secure-only cookies, HSTS (DJANGO_HSTS_SECONDS, a year by default; 0 turns it off).
+# Behind a proxy that terminates TLS, DJANGO_TRUST_X_FORWARDED_PROTO=1 lets Django see it.
+# With DJANGO_HSTS_INCLUDE_SUBDOMAINS=1 and DJANGO_HSTS_PRELOAD=1 as well,
+# `DJANGO_DEBUG=0 DJANGO_HTTPS=1 manage.py check --deploy` is clean (tested). The
+# embedded default serves plain http on loopback and leaves all of this off.
+HTTPS = env.bool("DJANGO_HTTPS", default=False)
+SECURE_SSL_REDIRECT = HTTPS
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_HSTS_SECONDS = env.int("DJANGO_HSTS_SECONDS", default=365 * 24 * 3600 if HTTPS else 0)
+# Both change how browsers treat the whole domain for a long time: opt in once every
+# subdomain is served over HTTPS (check --deploy warns until then).
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("DJANGO_HSTS_PRELOAD", default=False)
+if env.bool("DJANGO_TRUST_X_FORWARDED_PROTO", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# The cache counts failed logins across processes: the broker's Redis when there is one,
+# else this process's memory (the embedded default is one process).
+_BROKER = env.str("CELERY_BROKER_URL", default="")
+CACHES = {"default": (
+    {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _BROKER,
+     "KEY_PREFIX": "deviations"}
+    if _BROKER.startswith(("redis://", "rediss://"))
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+)}
+# Logins: after this many failed attempts for a user name, or from an address, within the
+# window, the login page refuses further attempts until the window has passed.
+LOGIN_FAILURES_ALLOWED = env.int("DEVIATIONS_LOGIN_FAILURES", default=5)
+LOGIN_FAILURE_WINDOW = env.int("DEVIATIONS_LOGIN_WINDOW_SECONDS", default=15 * 60)
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",

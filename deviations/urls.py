@@ -4,12 +4,14 @@ from django.contrib import admin
 from django.urls import include, path
 
 from deviations.api import api
+from deviations.core.login import ThrottledLoginView
 
 urlpatterns = [
     path("", include("deviations.traces.urls")),
     path("upload/", include("ingest.urls")),
     path("histograms/", include("deviations.histograms.urls")),
     path("api/", api.urls),
+    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
+from django.db import connection
 
 from deviations.histograms.demo import ingest_demo_histograms
 from deviations.traces import demo
@@ -20,19 +21,39 @@ class Command(BaseCommand):
     help = (
         "Fill the database with demo data: a generated Chromium-like release series "
         f"({SERIES}, {len(demo.RELEASES)} releases x 5 runs, with planted deviations), demo "
-        "Telemetry histograms (4 probes x 60 builds, two lasting changes) and a user 'demo' "
-        "(password 'demo') who may upload. Data already present is left as it is."
+        "Telemetry histograms (4 probes x 60 builds, two lasting changes) and, on the embedded "
+        "default (SQLite), a superuser 'demo' (password 'demo'). Data already present is "
+        "left as it is."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--runs", type=int, default=5, help="runs per release")
         parser.add_argument("--force", action="store_true", help="delete and regenerate")
+        parser.add_argument(
+            "--demo-user", action="store_true",
+            help="create the superuser 'demo' (password 'demo') even outside the embedded "
+            "default (SQLite): never on a site others can reach",
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         user_model = get_user_model()
-        if not user_model.objects.filter(username="demo").exists():
+        embedded = connection.vendor == "sqlite"
+        if user_model.objects.filter(username="demo").exists():
+            pass
+        elif embedded or opts["demo_user"]:
             user_model.objects.create_superuser("demo", "demo@localhost", "demo")
             self.stdout.write("created user 'demo' with password 'demo'")
+            if not embedded:
+                self.stderr.write(
+                    "WARNING: a superuser 'demo' with the password 'demo' now exists on this "
+                    "database; delete it before anyone else can reach the site"
+                )
+        else:
+            self.stderr.write(
+                "not creating the superuser 'demo'/'demo' outside the embedded default "
+                "(this database is not SQLite); create users with createsuperuser, or pass "
+                "--demo-user on a private machine"
+            )
         existing = Series.objects.filter(name=SERIES)
         if existing.exists() and not opts["force"]:
             self.stdout.write(f"demo series {SERIES} already present")
