@@ -204,6 +204,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A 2 GiB trace ingests in well under a minute; ten minutes means something is stuck.
 CELERY_TASK_SOFT_TIME_LIMIT = 10 * 60
 CELERY_TASK_TIME_LIMIT = 11 * 60
+# A worker holding a run renews its claim every quarter of this lease; a claim not renewed
+# for a whole lease belongs to a dead worker, and the sweeper (beat, every minute) sends the
+# run again: a killed ingest is redone within about lease + a minute, not after Redis's
+# visibility timeout below.
+DEVIATIONS_CLAIM_LEASE_SECONDS = env.int("DEVIATIONS_CLAIM_LEASE_SECONDS", default=90)
 # Redis redelivers an unacknowledged message after this long; it must exceed the hard limit.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 15 * 60}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+from django import db
 from django.conf import settings
 from django.core.files import File
 from django.db import IntegrityError, transaction
@@ -33,8 +35,6 @@ from ingest.traces import FunctionTimes, TraceError, parse_trace
 
 log = logging.getLogger(__name__)
 
-# A claim older than the task's hard time limit belongs to a worker that died: take it over.
-STALE_CLAIM = timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
 _CHUNK = 1 << 20
 
 
@@ -172,14 +172,47 @@ def _retryable(run: Run) -> bool:
     return run.status == Run.PENDING and not run.upload and run.started is None
 
 
+def stale_claim_before() -> datetime:
+    """Claims (``Run.started``) older than this were not renewed for a whole lease: their
+    worker died, and the run may be taken over."""
+    return timezone.now() - timedelta(seconds=settings.DEVIATIONS_CLAIM_LEASE_SECONDS)
+
+
 def _claim(run_id: int) -> bool:
     """Mark the run as started unless another worker holds a live claim on it."""
-    now = timezone.now()
     return bool(
         Run.objects.filter(pk=run_id, status=Run.PENDING)
-        .filter(Q(started__isnull=True) | Q(started__lt=now - STALE_CLAIM))
-        .update(started=now)
+        .filter(Q(started__isnull=True) | Q(started__lt=stale_claim_before()))
+        .update(started=timezone.now())
     )
+
+
+class _Lease:
+    """Renews the claim on a run every quarter lease from a thread while the run is
+    processed (a parse holds no database connection the claim could ride on)."""
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._renew, name=f"lease-run-{run_id}",
+                                       daemon=True)
+
+    def _renew(self) -> None:
+        every = settings.DEVIATIONS_CLAIM_LEASE_SECONDS / 4
+        try:
+            while not self.stop.wait(every):
+                Run.objects.filter(pk=self.run_id, status=Run.PENDING).update(
+                    started=timezone.now()
+                )
+        finally:
+            db.connection.close()  # this thread's own connection
+
+    def __enter__(self) -> None:
+        self.thread.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
 
 
 def parse_file(path: Path, file_name: str, options: dict[str, Any]) -> FunctionTimes:
@@ -197,16 +230,27 @@ def parse_file(path: Path, file_name: str, options: dict[str, Any]) -> FunctionT
         raise TraceError(f"{file_name}: cannot read the file ({exc.strerror or exc})") from None
 
 
-def process_run(run_id: int, *, parsed: FunctionTimes | TraceError | None = None) -> Run:
+def process_run(
+    run_id: int, *, parsed: FunctionTimes | TraceError | None = None, lease: bool = False
+) -> Run:
     """Parse a pending run's uploaded file and store its times; idempotent.
 
     ``parsed``, when the caller has already parsed the file (``ingest_local_file``), is
     stored as is, or is the error that parse raised.
     A run that is not pending, or that another worker is processing, is left alone. Parse
-    errors make the run ``failed`` with a one-line reason and write no times.
+    errors make the run ``failed`` with a one-line reason and write no times. ``lease``
+    (workers): renew the claim while processing, so that a claim left by a killed worker
+    is known stale after one lease (``DEVIATIONS_CLAIM_LEASE_SECONDS``).
     """
     if not _claim(run_id):
         return Run.objects.get(pk=run_id)
+    if lease:
+        with _Lease(run_id):
+            return _process(run_id, parsed)
+    return _process(run_id, parsed)
+
+
+def _process(run_id: int, parsed: FunctionTimes | TraceError | None) -> Run:
     run = Run.objects.get(pk=run_id)
     if parsed is None:
         try:

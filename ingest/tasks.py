@@ -9,6 +9,7 @@ an earlier version are still consumed after an upgrade.
 """
 
 from datetime import timedelta
+from typing import Any
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
@@ -34,16 +35,19 @@ def _fail(run_id: int, reason: str) -> None:
 
 
 @shared_task(
+    bind=True,
     name="deviations.ingest_run",
     # Only a lost database connection is worth another try; anything else is a verdict.
     autoretry_for=(OperationalError, InterfaceError),
     retry_backoff=5,
     max_retries=3,
 )
-def ingest_run(run_id: int) -> str:
+def ingest_run(self: Any, run_id: int) -> str:
     """Parse and store one uploaded trace. A second delivery of the same id does nothing."""
     try:
-        run = runs.process_run(run_id)
+        # A worker renews its claim while it works; in-process (eager) there is no one to
+        # take over from.
+        run = runs.process_run(run_id, lease=not self.request.is_eager)
     except SoftTimeLimitExceeded:
         _fail(run_id, "the ingest took longer than CELERY_TASK_SOFT_TIME_LIMIT")
         return Run.FAILED
@@ -75,6 +79,6 @@ def requeue_pending() -> list[int]:
     never = Q(started__isnull=True) & (
         Q(queued_at__isnull=True) | Q(queued_at__lt=now - REQUEUE_AFTER)
     )
-    stale = Q(started__lt=now - runs.STALE_CLAIM)
+    stale = Q(started__lt=runs.stale_claim_before())
     ids = list(waiting.filter(never | stale).order_by("pk").values_list("pk", flat=True))
     return [run_id for run_id in ids if queue_ingest(run_id)]
