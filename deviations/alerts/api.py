@@ -26,6 +26,7 @@ class SubscriptionOut(Schema):
     target: str
     digest: bool
     active: bool
+    pending: bool
 
 
 @router.post(
@@ -35,11 +36,13 @@ class SubscriptionOut(Schema):
     summary="Subscribe an address to probes (name or pattern) or to a trace series",
 )
 def subscribe(request: HttpRequest, body: SubscriptionIn) -> Status[dict[str, Any]]:
+    """The token's user's own address (or any, for staff) is subscribed at once; another
+    address gets a confirmation link by email and stays `pending` until it is followed."""
     sub = services.validated_subscribe(
         body.email, body.pattern, body.target, body.digest, request.auth
     )
     return Status(201, {
         "email": sub.email, "pattern": sub.pattern, "target": sub.target,
-        "digest": sub.digest, "active": sub.active,
+        "digest": sub.digest, "active": sub.active, "pending": sub.pending,
     })
 

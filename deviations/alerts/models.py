@@ -23,6 +23,9 @@ class Subscription(models.Model):
     digest = models.BooleanField(default=False, help_text="One email a day instead of one "
                                  "per change.")
     active = models.BooleanField(default=True)
+    # Asked for by someone else for this address: inactive (and muting nothing) until the
+    # address confirms through the signed link emailed to it.
+    pending = models.BooleanField(default=False)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE
     )
@@ -37,7 +40,8 @@ class Subscription(models.Model):
         ]
 
     def __str__(self) -> str:
-        state = "" if self.active else " (unsubscribed)"
+        state = " (awaiting confirmation)" if self.pending else (
+            "" if self.active else " (unsubscribed)")
         return f"{self.email}: {self.target} {self.pattern}{state}"
 
 

@@ -39,6 +39,12 @@ from deviations.traces.models import Series
 log = logging.getLogger(__name__)
 
 _SALT = "deviations.alerts.unsubscribe"
+_CONFIRM_SALT = "deviations.alerts.confirm"
+#: Unsubscribe links stop working after this long (the emails that carry them are old by
+#: then; the subscriptions page manages the rest).
+UNSUBSCRIBE_MAX_AGE = 180 * 24 * 3600
+#: A confirmation link for a subscription asked for by someone else.
+CONFIRM_MAX_AGE = 7 * 24 * 3600
 ALL = "*"
 _SUBJECT_CHARS = 150
 
@@ -58,13 +64,74 @@ def subscribe(
     email: str, pattern: str, *, target: str = Subscription.HISTOGRAM, digest: bool = False,
     user: Any = None,
 ) -> Subscription:
-    """Create or re-activate a subscription (a later subscribe undoes an unsubscribe)."""
+    """Create or re-activate a subscription (a later subscribe undoes an unsubscribe).
+
+    For the address's own decisions (its owner, a confirmation link, an admin); requests
+    for someone else's address go through ``validated_subscribe``.
+    """
     sub, _ = Subscription.objects.update_or_create(
         email=normalise_email(email), target=target, pattern=pattern.strip(),
-        defaults={"active": True, "digest": digest,
+        defaults={"active": True, "pending": False, "digest": digest,
                   "user": user if getattr(user, "is_authenticated", False) else None},
     )
     return sub
+
+
+def speaks_for(user: Any, email: str) -> bool:
+    """Whether ``user`` may decide for ``email``: it is their own address, or they are staff."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    own = normalise_email(getattr(user, "email", "") or "")
+    return bool(own and own == normalise_email(email)) or bool(user.is_staff)
+
+
+def request_subscription(
+    email: str, pattern: str, *, target: str, digest: bool, user: Any
+) -> Subscription:
+    """Someone else's address: store the wish as pending (an active or unsubscribed row of
+    the address is left as it is) and email the address a link that confirms it."""
+    email, pattern = normalise_email(email), pattern.strip()
+    sub, created = Subscription.objects.get_or_create(
+        email=email, target=target, pattern=pattern,
+        defaults={"active": False, "pending": True, "digest": digest,
+                  "user": user if getattr(user, "is_authenticated", False) else None},
+    )
+    if not sub.pending:
+        return sub  # the address already decided: subscribed, or unsubscribed
+    token = signing.dumps([email, target, pattern, digest], salt=_CONFIRM_SALT, compress=True)
+    url = site_url(reverse("histograms:confirm", args=[token]))
+    who = getattr(user, "get_username", lambda: "someone")()
+    what = "histogram probes matching" if target == Subscription.HISTOGRAM else "the series"
+    EmailMessage(
+        subject=one_line(f"[deviations] confirm alerts for {what} {pattern}")[:_SUBJECT_CHARS],
+        body=(
+            f"{who} asked that {email} receive deviations alerts for {what} {pattern}.\n\n"
+            f"Nothing is sent until you confirm: {url}\n"
+            f"The link is valid for {CONFIRM_MAX_AGE // 86400} days. Ignore this email to "
+            "receive nothing."
+        ),
+        from_email=settings.DEFAULT_FROM_EMAIL, to=[email],
+        headers={"Auto-Submitted": "auto-generated"}, connection=get_connection(),
+    ).send()
+    return sub
+
+
+def read_confirmation(token: str) -> tuple[str, str, str, bool]:
+    """(email, target, pattern, digest) of a confirmation link; ``signing.BadSignature``
+    (or its subclass ``SignatureExpired``) if it is forged, damaged or too old."""
+    value = signing.loads(token, salt=_CONFIRM_SALT, max_age=CONFIRM_MAX_AGE)
+    if (
+        not isinstance(value, list) or len(value) != 4
+        or not all(isinstance(v, str) for v in value[:3])
+    ):
+        raise signing.BadSignature("not a confirmation token")
+    return value[0], value[1], value[2], bool(value[3])
+
+
+def confirm_subscription(token: str) -> Subscription:
+    """Apply a confirmation link (see ``read_confirmation`` for its errors)."""
+    email, target, pattern, digest = read_confirmation(token)
+    return subscribe(email, pattern, target=target, digest=digest)
 
 
 def validated_subscribe(
@@ -83,7 +150,9 @@ def validated_subscribe(
             raise UserError(f"no series named {pattern!r}")
     elif target != Subscription.HISTOGRAM:
         raise UserError("target must be 'histogram' or 'series'")
-    return subscribe(email, pattern, target=target, digest=digest, user=user)
+    if speaks_for(user, email):
+        return subscribe(email, pattern, target=target, digest=digest, user=user)
+    return request_subscription(email, pattern, target=target, digest=digest, user=user)
 
 
 def _series_exists(name: str) -> bool:
@@ -95,8 +164,9 @@ def unsubscribe_token(email: str, target: str, pattern: str) -> str:
 
 
 def read_token(token: str) -> tuple[str, str, str]:
-    """(email, target, pattern) of a token; ``signing.BadSignature`` if forged or damaged."""
-    value = signing.loads(token, salt=_SALT)
+    """(email, target, pattern) of a token; ``signing.BadSignature`` if forged or damaged,
+    ``signing.SignatureExpired`` (a subclass) if older than ``UNSUBSCRIBE_MAX_AGE``."""
+    value = signing.loads(token, salt=_SALT, max_age=UNSUBSCRIBE_MAX_AGE)
     if (
         not isinstance(value, list) or len(value) != 3
         or not all(isinstance(v, str) for v in value)
@@ -110,9 +180,11 @@ def unsubscribe(token: str) -> tuple[str, str, str]:
     everything with pattern ``*``) stops. Idempotent."""
     email, target, pattern = read_token(token)
     if pattern == ALL:
-        Subscription.objects.filter(email=email, target=target).update(active=False)
+        Subscription.objects.filter(email=email, target=target).update(
+            active=False, pending=False
+        )
     Subscription.objects.update_or_create(
-        email=email, target=target, pattern=pattern, defaults={"active": False}
+        email=email, target=target, pattern=pattern, defaults={"active": False, "pending": False}
     )
     return email, target, pattern
 

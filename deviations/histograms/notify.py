@@ -20,7 +20,8 @@ from deviations.histograms.models import HistogramChange, Probe
 def histogram_recipients(probe: Probe) -> list[Recipient]:
     subs = list(Subscription.objects.filter(target=Subscription.HISTOGRAM))
     muted = {
-        s.email for s in subs if not s.active and s.pattern in (probe.name, alerts.ALL)
+        s.email for s in subs
+        if not s.active and not s.pending and s.pattern in (probe.name, alerts.ALL)
     }
     found: dict[str, Recipient] = {}
     for s in sorted(subs, key=lambda s: (s.digest, s.pk)):  # immediate before digest

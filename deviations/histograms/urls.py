@@ -14,5 +14,6 @@ urlpatterns = [
     path("changes/<int:change_id>/state/", views.set_state, name="set_state"),
     path("subscriptions/", alert_views.subscriptions, name="subscriptions"),
     path("unsubscribe/<str:token>/", alert_views.unsubscribe, name="unsubscribe"),
+    path("confirm/<str:token>/", alert_views.confirm, name="confirm"),
     path("upload/", views.upload, name="upload"),
 ]

@@ -107,11 +107,18 @@ def test_api_changes_and_triage(client, demo, alice) -> None:
     assert response.status_code == 200
     assert response.json()["state_by"] == "alice"
     response = client.post(
-        "/api/histograms/subscriptions", {"email": "a@example.org", "pattern": "GC_*"},
+        "/api/histograms/subscriptions", {"email": "alice@example.org", "pattern": "GC_*"},
         content_type="application/json", headers={"Authorization": f"Bearer {token}"},
     )
     assert response.status_code == 201
     assert response.json()["active"] is True
+    # Someone else's address waits for its confirmation (tests/alerts/test_access.py).
+    other = client.post(
+        "/api/histograms/subscriptions", {"email": "a@example.org", "pattern": "GC_*"},
+        content_type="application/json", headers={"Authorization": f"Bearer {token}"},
+    )
+    assert other.status_code == 201
+    assert (other.json()["active"], other.json()["pending"]) == (False, True)
 
 
 # --- The triage flow in the browser (the `page` fixture of conftest) ----------------------
