@@ -80,6 +80,8 @@ CACHES = {"default": (
     if _BROKER.startswith(("redis://", "rediss://"))
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 )}
+# Who may read: everyone (the default), or signed-in users and tokens only.
+DEVIATIONS_LOGIN_REQUIRED = env.bool("DEVIATIONS_LOGIN_REQUIRED", default=False)
 # Logins: after this many failed attempts for a user name, or from an address, within the
 # window, the login page refuses further attempts until the window has passed.
 LOGIN_FAILURES_ALLOWED = env.int("DEVIATIONS_LOGIN_FAILURES", default=5)
@@ -103,6 +105,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "deviations.core.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]

@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from deviations.api import api
+from deviations.core import views as core_views
 from deviations.core.login import ThrottledLoginView
 
 urlpatterns = [
@@ -11,6 +12,8 @@ urlpatterns = [
     path("upload/", include("ingest.urls")),
     path("histograms/", include("deviations.histograms.urls")),
     path("api/", api.urls),
+    path("tokens/", core_views.tokens, name="tokens"),
+    path("tokens/<int:token_id>/revoke/", core_views.revoke, name="revoke_token"),
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),

@@ -22,7 +22,9 @@ from typing import Any, BinaryIO
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from deviations.core import access
 from deviations.core.db import INSERT_BATCH, batches
+from deviations.core.models import Ownership
 from deviations.core.packing import name_digest, pack
 from deviations.core.versions import sort_key
 from deviations.histograms.models import HistogramSnapshot, Probe
@@ -62,7 +64,12 @@ def store_histogram_file(
     user: Any = None,
 ) -> StoredFile:
     """Parse a histogram file and store all of it, or raise ``HistogramError`` (one line
-    naming the file and the record) having stored nothing."""
+    naming the file and the record) having stored nothing.
+
+    ``user``: who sent it from the web or the API; they must be allowed to write to every
+    probe of the file (``deviations.core.access``: ``ForbiddenError``, 403) and become the
+    owner of new ones. None for the CLI (shell access), which is not checked.
+    """
     records = parse_histogram_file(
         source, display_name=display_name, build_id=build_id, probe=probe
     )
@@ -73,11 +80,17 @@ def store_histogram_file(
         except ValueError as exc:
             raise HistogramError(f"{name}: {rec.source}: build id {rec.build_id!r}: {exc}") from exc
     author = user if getattr(user, "is_authenticated", False) else None
+    probe_names = [rec.probe for rec in records]
+    if user is not None:
+        access.check_write(user, Ownership.PROBE, probe_names)
     try:
-        return _store(records, name, author)
+        stored = _store(records, name, author)
     except IntegrityError:
         # A concurrent ingest created the same probe or build meanwhile: now they exist.
-        return _store(records, name, author)
+        stored = _store(records, name, author)
+    if user is not None:
+        access.claim(user, Ownership.PROBE, probe_names)
+    return stored
 
 
 def queue_detection(probe_ids: list[int]) -> None:

@@ -9,6 +9,8 @@ from typing import IO, Any
 
 from django.db import transaction
 
+from deviations.core import access
+from deviations.core.models import Ownership
 from deviations.traces.models import Run
 from ingest.runs import Registered, ThreadOptions, get_release, register_run
 from ingest.tasks import queue_ingest
@@ -39,9 +41,14 @@ def submit_uploads(
     that is not there yet. A file already registered and still waiting for a worker is
     queued again (the task is idempotent), so sending it again is a retry. A broker that
     cannot be reached leaves the runs pending, never an error: the data is stored.
-    Raises ``ingest.runs.IngestError`` for a bad series or version.
+    ``user`` must be allowed to write to the series (``deviations.core.access``; the first
+    to write to a series without owners becomes its owner). Raises
+    ``ingest.runs.IngestError`` for a bad series or version, ``ForbiddenError`` (403)
+    without permission.
     """
+    access.check_write(user, Ownership.SERIES, [series_name])
     release = get_release(series_name, version, order)
+    access.claim(user, Ownership.SERIES, [series_name])
     submission = Submission(uuid.uuid4(), [])
 
     def send(run_id: int) -> None:

@@ -35,13 +35,16 @@ def upload(request: HttpRequest) -> HttpResponse:
             )
             url = reverse("upload_status", args=[submission.batch])
             return JsonResponse({"status_url": url}) if wants_json else redirect(url)
+        status = 400
     except TooLargeError as exc:
         form.add_error("files", form_error(exc))
+        status = 400  # the form is shown again with the error (static/js/upload.js reads it)
     except UserError as exc:
         form.add_error(None, form_error(exc))
+        status = exc.status
     if wants_json:
-        return JsonResponse({"errors": form.errors.get_json_data()}, status=400)
-    return render(request, "ingest/upload.html", {"form": form}, status=400)
+        return JsonResponse({"errors": form.errors.get_json_data()}, status=status)
+    return render(request, "ingest/upload.html", {"form": form}, status=status)
 
 
 def upload_status(request: HttpRequest, batch: uuid.UUID) -> HttpResponse:

@@ -27,7 +27,9 @@ class TokenAuth(HttpBearer):
         if found is None:
             return None
         ApiToken.objects.filter(pk=found.pk).update(last_used=timezone.now())
-        return found.user
+        user = found.user
+        user.token_scope = found.scope  # deviations.core.access reads it
+        return user
 
 
 class ErrorOut(Schema):

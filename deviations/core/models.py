@@ -1,10 +1,14 @@
-"""API tokens: what the REST API's writes authenticate with (``deviations.api.TokenAuth``)."""
+"""Who may write what: API tokens (``deviations.core.api.TokenAuth``) and owners of series
+and probes (``deviations.core.access`` applies the rules, docs/deploy.md states them)."""
 
 import hashlib
 import secrets
+from typing import Any
 
 from django.conf import settings
 from django.db import models
+
+from deviations.core.packing import name_digest
 
 
 class ApiToken(models.Model):
@@ -13,6 +17,11 @@ class ApiToken(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
     name = models.CharField(max_length=100, help_text="What the token is for, e.g. 'CI'.")
     key_sha256 = models.CharField(max_length=64, unique=True, editable=False)
+    scope = models.CharField(
+        max_length=200, blank=True,
+        help_text="Series and probe names (a pattern with * and ?) this token may write to; "
+        "blank: everything its user may write to.",
+    )
     created = models.DateTimeField(auto_now_add=True)
     last_used = models.DateTimeField(null=True, blank=True)
 
@@ -24,8 +33,44 @@ class ApiToken(models.Model):
         return hashlib.sha256(key.encode()).hexdigest()
 
     @classmethod
-    def issue(cls, user: object, name: str) -> tuple["ApiToken", str]:
+    def issue(cls, user: object, name: str, scope: str = "") -> tuple["ApiToken", str]:
         """Create a token; returns it and the clear key, which is not stored."""
         key = secrets.token_urlsafe(32)
-        token = cls.objects.create(user=user, name=name, key_sha256=cls.hash_key(key))
+        token = cls.objects.create(
+            user=user, name=name, scope=scope.strip(), key_sha256=cls.hash_key(key)
+        )
         return token, key
+
+
+class Ownership(models.Model):
+    """A user who may write to a series or a probe (upload, re-order, replace, triage).
+
+    The first user to write to a series or probe that has no owner becomes its owner;
+    owners and staff add others in the admin. Things created from the CLI (which needs
+    shell access) have no owner until someone claims them by writing first.
+    """
+
+    SERIES, PROBE = "series", "probe"
+    KINDS = [(SERIES, "trace series"), (PROBE, "histogram probe")]
+
+    kind = models.CharField(max_length=10, choices=KINDS)
+    name = models.TextField()
+    # Unique on a digest: probe names can be longer than a b-tree index holds.
+    name_sha1 = models.CharField(max_length=40, editable=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ownerships"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "name_sha1", "user"], name="owner_once"),
+        ]
+        indexes = [models.Index(fields=["kind", "name_sha1"], name="owner_lookup")]
+
+    def __str__(self) -> str:
+        return f"{self.user} owns {self.kind} {self.name}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.name_sha1 = name_digest(self.name)
+        super().save(*args, **kwargs)

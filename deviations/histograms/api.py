@@ -50,7 +50,7 @@ class TriageIn(Schema):
 @router.post(
     "/upload",
     auth=TokenAuth(),
-    response={201: StoredOut, 400: ErrorOut, 413: ErrorOut},
+    response={201: StoredOut, 400: ErrorOut, 403: ErrorOut, 413: ErrorOut},
     summary="Upload one histogram file (docs/formats.md); changes are detected afterwards",
 )
 def upload(
@@ -88,7 +88,7 @@ def list_changes(
 @router.post(
     "/changes/{change_id}/state",
     auth=TokenAuth(),
-    response={200: ChangeOut, 400: ErrorOut},
+    response={200: ChangeOut, 400: ErrorOut, 403: ErrorOut},
     summary="Triage a change: new, acknowledged, invalid or fixed",
 )
 def triage(request: HttpRequest, change_id: int, body: TriageIn) -> Status[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""Writes of the histogram pages and API besides ingest: triage of a detected change."""
+"""Writes of the histogram pages and API besides ingest: triage of a detected change (by
+the probe's owners, or anyone while it has none: ``deviations.core.access``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ from typing import Any
 
 from django.utils import timezone
 
+from deviations.core import access
 from deviations.core.errors import UserError
+from deviations.core.models import Ownership
 from deviations.histograms.models import HistogramChange
 
 STATES = [s for s, _ in HistogramChange.STATES]
@@ -14,6 +17,7 @@ STATES = [s for s, _ in HistogramChange.STATES]
 
 def set_state(change: HistogramChange, state: str, user: Any) -> None:
     """Triage: record the new state, who set it and when."""
+    access.check_write(user, Ownership.PROBE, [change.probe.name])
     if state not in STATES:
         raise UserError(f"state must be one of {', '.join(STATES)}")
     change.state = state

@@ -14,7 +14,6 @@ from deviations.core.text import plotly_text
 from deviations.histograms import charts, selectors, services
 from deviations.histograms.models import HistogramChange, Probe
 from ingest.services import (
-    HistogramError,
     check_upload_size,
     queue_detection,
     store_histogram_file,
@@ -93,7 +92,7 @@ def upload(request: HttpRequest) -> HttpResponse:
         for f in files if not results else []:
             try:
                 stored = store_histogram_file(f, display_name=f.name, user=request.user)
-            except HistogramError as exc:
+            except UserError as exc:  # HistogramError, or ForbiddenError for others' probes
                 results.append((False, f"FAILED {exc}"))
             else:
                 results.append((True, stored.line()))

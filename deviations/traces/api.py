@@ -75,7 +75,7 @@ def run_out(run: Run, duplicate: bool = False) -> dict[str, Any]:
 @router.post(
     "/series/{name}/releases/{version}/runs",
     auth=TokenAuth(),
-    response={201: RunOut, 200: RunOut, 400: ErrorOut, 413: ErrorOut},
+    response={201: RunOut, 200: RunOut, 400: ErrorOut, 403: ErrorOut, 413: ErrorOut},
     summary="Upload one trace file as a run of a release",
 )
 def upload_run(

@@ -1,0 +1,79 @@
+"""Who may write to a series or a probe (hardening #9); docs/deploy.md states the rules.
+
+- Staff and superusers may write to everything.
+- A series or probe with owners (``Ownership``) may be written to by its owners only.
+- One without owners may be written to by any signed-in user or token, and whoever writes
+  first becomes its owner: a team's CI token claims its series with its first upload.
+- A token with a ``scope`` (a name pattern) may write only to names matching it, whatever
+  its user may do otherwise.
+
+The CLI is not checked: it needs shell access to the server. Refusals are ``Forbidden``
+(HTTP 403) with a message naming the thing and how to get access.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from typing import Any
+
+from deviations.core.errors import UserError
+from deviations.core.models import Ownership
+from deviations.core.packing import name_digest
+
+
+class ForbiddenError(UserError):
+    status = 403
+    code = "forbidden"
+
+
+def _label(kind: str) -> str:
+    return "series" if kind == Ownership.SERIES else "probe"
+
+
+def check_write(user: Any, kind: str, names: Iterable[str]) -> None:
+    """``ForbiddenError`` unless ``user`` (from a session or a token) may write to every
+    one of ``names`` of this kind."""
+    if not getattr(user, "is_authenticated", False):
+        raise ForbiddenError("sign in or send an API token to write")
+    names = list(dict.fromkeys(names))
+    scope = getattr(user, "token_scope", "")
+    for name in names:
+        if scope and not fnmatch.fnmatchcase(name, scope):
+            raise ForbiddenError(
+                f"this token may write only to names matching {scope!r}, not to "
+                f"{_label(kind)} {name!r}"
+            )
+    if user.is_staff or user.is_superuser:
+        return
+    owned: dict[str, set[int]] = {}
+    for digest, user_id in Ownership.objects.filter(
+        kind=kind, name_sha1__in=[name_digest(n) for n in names]
+    ).values_list("name_sha1", "user_id"):
+        owned.setdefault(digest, set()).add(user_id)
+    for name in names:
+        owners = owned.get(name_digest(name))
+        if owners and user.pk not in owners:
+            raise ForbiddenError(
+                f"{_label(kind)} {name!r} belongs to other users: ask one of its owners or "
+                "an administrator to add you"
+            )
+
+
+def claim(user: Any, kind: str, names: Iterable[str]) -> None:
+    """Make ``user`` the owner of those ``names`` that have no owner yet."""
+    if not getattr(user, "is_authenticated", False):
+        return
+    names = list(dict.fromkeys(names))
+    taken = set(Ownership.objects.filter(
+        kind=kind, name_sha1__in=[name_digest(n) for n in names]
+    ).values_list("name_sha1", flat=True))
+    Ownership.objects.bulk_create(
+        [Ownership(kind=kind, name=n, name_sha1=name_digest(n), user_id=user.pk)
+         for n in names if name_digest(n) not in taken],
+        ignore_conflicts=True,
+    )
+
+
+def owned_by(user: Any, kind: str) -> list[str]:
+    return list(Ownership.objects.filter(kind=kind, user=user).values_list("name", flat=True))
