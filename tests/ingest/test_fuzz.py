@@ -174,3 +174,34 @@ def test_a_gzip_bomb_stops_at_the_limit_in_bounded_memory(tmp_path: Path) -> Non
     base_mb, peak_mb = (int(x) for x in out)
     # Inflating stops one piece (1 MiB) past the 20 MB limit; the whole would be 200 MB.
     assert peak_mb - base_mb < 60, (base_mb, peak_mb)
+
+
+@pytest.mark.django_db
+def test_mutated_json_bodies_never_answer_500(client: Any) -> None:
+    """The API's JSON bodies (subscriptions, triage) under the same mutations: a 4xx with a
+    detail, never a 500."""
+    from deviations.histograms.models import HistogramChange
+
+    user = get_user_model().objects.create_user("ci", "ci@example.org", "pw", is_staff=True)
+    token = ApiToken.issue(user, "CI")[1]
+    probe = Probe.objects.create(name="GC_MS")
+    change = HistogramChange.objects.create(
+        probe=probe, build_id="2", sort_key="2", previous_build_id="1", distance=0.3,
+        cutoff=0.1, kind="shift", rule="adaptive", edges=b"", before=b"", after=b"",
+    )
+    client.raise_request_exception = False
+    bodies = {
+        "/api/histograms/subscriptions": json.dumps(
+            {"email": "ci@example.org", "pattern": "GC_*", "target": "histogram",
+             "digest": False}).encode(),
+        f"/api/histograms/changes/{change.pk}/state": json.dumps({"state": "invalid"}).encode(),
+    }
+    codes: dict[int, int] = {}
+    for url, seed_body in bodies.items():
+        for i, data in cases([seed_body], 300, seed=3):
+            response = client.post(url, data, content_type="application/json",
+                                   headers={"Authorization": f"Bearer {token}"})
+            codes[response.status_code] = codes.get(response.status_code, 0) + 1
+            assert response.status_code < 500, (url, i, data[:200], response.content[:300])
+    assert set(codes) & {200, 201}, codes  # some mutations were still valid bodies
+    assert set(codes) - {200, 201}, codes  # and the others were refused
