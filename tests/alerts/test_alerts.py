@@ -149,13 +149,18 @@ def test_daily_digest() -> None:
     assert set(SentAlert.objects.values_list("status", flat=True)) == {SentAlert.SENT}
 
 
-def test_series_regressions_of_new_releases(monkeypatch) -> None:
+def _subscriber_and_a_new_release() -> None:
+    """Series "s": release 1 from before a subscription of t@example.org, release 2 after."""
     series = Series.objects.create(name="s")
     old = Release.objects.create(series=series, version="1")
     sub = alerts.subscribe("t@example.org", "s", target=Subscription.SERIES)
     Subscription.objects.filter(pk=sub.pk).update(created=timezone.now() - timedelta(days=1))
     Release.objects.filter(pk=old.pk).update(created=timezone.now() - timedelta(days=2))
     Release.objects.create(series=series, version="2")
+
+
+def test_series_regressions_of_new_releases(monkeypatch) -> None:
+    _subscriber_and_a_new_release()
     rows = [
         {"function": "Paint", "from_release": "1", "to_release": "2", "verdict": "regression",
          "diff": 120.0},
@@ -177,12 +182,7 @@ def test_series_regressions_of_new_releases(monkeypatch) -> None:
 def test_a_line_break_in_a_name_blocks_no_alert(monkeypatch) -> None:
     """Hardening #5: "nl\nBcc: x@y" raised BadHeaderError while the subject was built, and
     every later regression of the pass was never sent."""
-    series = Series.objects.create(name="s")
-    old = Release.objects.create(series=series, version="1")
-    sub = alerts.subscribe("t@example.org", "s", target=Subscription.SERIES)
-    Subscription.objects.filter(pk=sub.pk).update(created=timezone.now() - timedelta(days=1))
-    Release.objects.filter(pk=old.pk).update(created=timezone.now() - timedelta(days=2))
-    Release.objects.create(series=series, version="2")
+    _subscriber_and_a_new_release()
     rows = [
         {"function": name, "from_release": "1", "to_release": "2", "verdict": "regression",
          "diff": 10.0}
