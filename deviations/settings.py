@@ -94,6 +94,9 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # Listed so that /api/docs serves the Swagger UI that django-ninja ships, from our own
+    # static files (without it, ninja loads it from a CDN: a blank page offline).
+    "ninja",
     "deviations.apps.CoreConfig",
     "ingest.apps.IngestConfig",
 ]
