@@ -192,9 +192,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024**2
 
 # --- Celery -------------------------------------------------------------------------------
 # Without a broker, tasks run in-process, synchronously, when they are sent: the embedded
-# default needs no Redis and no worker ("memory://" keeps Celery from looking for one).
+# default needs no Redis and no worker ("memory://" keeps Celery from looking for one; the
+# host part keeps kombu from printing "No hostname was supplied").
 CELERY_TASK_ALWAYS_EAGER = not env.str("CELERY_BROKER_URL", default="")
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="memory://")
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="memory://localhost/")
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = None  # results live in the database (Run.status), not in Celery
 CELERY_TASK_IGNORE_RESULT = True

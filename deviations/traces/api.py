@@ -35,6 +35,13 @@ class RunOut(Schema):
     note: str = ""
 
 
+class FailedRunOut(RunOut):
+    """A run whose file was refused while the request ran (tasks in-process): the run and,
+    in ``detail``, the reason."""
+
+    detail: str
+
+
 QUEUED_NOTE = (
     "queued: the stored run waits for a worker; the task queue cannot be reached now and "
     "the run is sent to it again automatically once it is back"
@@ -75,7 +82,8 @@ def run_out(run: Run, duplicate: bool = False) -> dict[str, Any]:
 @router.post(
     "/series/{name}/releases/{version}/runs",
     auth=TokenAuth(),
-    response={201: RunOut, 200: RunOut, 400: ErrorOut, 403: ErrorOut, 413: ErrorOut},
+    response={201: RunOut, 200: RunOut, 400: FailedRunOut | ErrorOut, 403: ErrorOut,
+              413: ErrorOut},
     summary="Upload one trace file as a run of a release",
 )
 def upload_run(
@@ -88,10 +96,12 @@ def upload_run(
     all_threads: Form[bool] = False,
     order: Form[int | None] = None,
 ) -> Status[dict[str, Any]]:
-    """The series and release are created if new. 201: a new run (its status may already be
-    `done` or `failed` when tasks run in-process); 200: the same bytes were already a run of
-    this series (`duplicate: true`, nothing stored twice); poll `status_url` until the status
-    is `done` or `failed`."""
+    """The series and release are created if new. 201: a new run (`pending` until a worker
+    ingests it, or already `done` when tasks run in-process); 200: the same bytes were
+    already a run of this series (`duplicate: true`, nothing stored twice); poll
+    `status_url` until the status is `done` or `failed`. 400: a bad name, or (tasks
+    in-process) a file that cannot be used: the run is `failed` and `detail` says why, so
+    `curl --fail` notices. 403: the series belongs to others; 413: over the size limit."""
     check_upload_size(request)
     if file is None:
         raise UserError("no file: send the trace as the multipart field 'file'")
@@ -108,6 +118,8 @@ def upload_run(
     out = run_out(entry.run, entry.duplicate)
     if entry.run.pk in submission.unqueued:
         out["note"] = QUEUED_NOTE
+    if entry.run.status == Run.FAILED:
+        return Status(400, {**out, "detail": entry.run.error})
     return Status(200 if entry.duplicate else 201, out)
 
 

@@ -189,3 +189,19 @@ def test_a_version_with_a_huge_number_is_a_400(post: Any, token: str, simple_eve
     assert response.status_code == 400
     assert "longer than 30 digits" in response.json()["detail"]
     assert not Run.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_file_refused_in_process_is_a_400_with_its_reason(client: Client) -> None:
+    """Issue 14: the API answered 201 for a file that failed to parse, so `curl --fail` in
+    CI did not notice. With tasks in-process (the embedded default), the answer now says."""
+    user = get_user_model().objects.create_user("ci2", password="x")
+    key = ApiToken.issue(user, "CI")[1]
+    upload = io.BytesIO(b"[{")
+    upload.name = "broken.json"
+    response = client.post(URL, {"file": upload}, headers={"Authorization": f"Bearer {key}"})
+    assert response.status_code == 400
+    body = response.json()
+    assert body["status"] == "failed"
+    assert body["detail"].startswith("broken.json: ")
+    assert body["run"] == Run.objects.get().pk
