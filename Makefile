@@ -26,12 +26,14 @@ node_modules/.installed: package.json package-lock.json
 install: $(VENV)/.installed node_modules/.installed
 
 # The dashboard on the embedded default (SQLite, tasks in-process) with demo data,
-# at http://127.0.0.1:8000/ (user demo, password demo).
+# at http://$(HOST):$(PORT)/ (user demo, password demo): `make demo PORT=8080 HOST=0.0.0.0`.
+HOST ?= 127.0.0.1
+PORT ?= 8000
 demo: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(PY) manage.py demo
-	$(PY) manage.py runserver 127.0.0.1:8000
+	$(PY) manage.py runserver $(HOST):$(PORT)
 
 lint: install
 	$(VENV)/bin/ruff check .

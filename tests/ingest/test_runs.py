@@ -262,3 +262,12 @@ def test_csv_exports_never_hold_a_formula(write_trace) -> None:
         ["'=HYPERLINK(\"http://evil\")", "'+cmd", "'-2+3", "'@SUM(A1)", "Paint"]
     )
     assert {float(r["self_us"]) for r in rows} == {10.0}
+
+
+def test_options_must_be_spelled_out(write_trace, simple_events) -> None:
+    """Issue 14: `--serie web` was taken for `--series web`."""
+    path = write_trace("r.json", simple_events)
+    with pytest.raises(CommandError, match="required: --series"):
+        call_command("ingest_traces", "--serie", "web", "--release", "1", str(path),
+                     stdout=io.StringIO())
+    assert not Series.objects.exists()

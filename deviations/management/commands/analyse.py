@@ -2,13 +2,14 @@
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from deviations.management import base
 from deviations.traces.analysis import analyse_series
 from deviations.traces.models import Series
 
 
-class Command(BaseCommand):
+class Command(base.Command):
     help = (
         "Compute a series' per-release statistics (median and mean with their CIs) and the "
         "verdicts between consecutive releases for both rules (paper, recommended), both "

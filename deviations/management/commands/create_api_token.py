@@ -3,12 +3,13 @@
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from deviations.core.models import ApiToken
+from deviations.management import base
 
 
-class Command(BaseCommand):
+class Command(base.Command):
     help = (
         "Create an API token for USER and print it once (only its hash is stored). "
         "Send it as 'Authorization: Bearer <token>'."

@@ -5,10 +5,11 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 from django.db import connection
 
 from deviations.histograms.demo import ingest_demo_histograms
+from deviations.management import base
 from deviations.traces import demo
 from deviations.traces.analysis import analyse_series
 from deviations.traces.models import Run, Series
@@ -17,7 +18,7 @@ from ingest.services import ThreadOptions, get_release, ingest_local_file
 SERIES = "chromium-demo.example-load"
 
 
-class Command(BaseCommand):
+class Command(base.Command):
     help = (
         "Fill the database with demo data: a generated Chromium-like release series "
         f"({SERIES}, {len(demo.RELEASES)} releases x 5 runs, with planted deviations), demo "

@@ -3,8 +3,9 @@
 from collections.abc import Iterable
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from deviations.management import base
 from deviations.management.output import write_rows
 from deviations.traces import selectors
 from deviations.traces.models import Series
@@ -18,7 +19,7 @@ FIELDS = {
 }
 
 
-class Command(BaseCommand):
+class Command(base.Command):
     help = (
         "Write a series' data to standard output, in microseconds. "
         "selftimes: one row per run and function (release, run = the file name given at "

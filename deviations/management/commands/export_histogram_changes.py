@@ -2,16 +2,17 @@
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from deviations.core.packing import name_digest
 from deviations.histograms.models import HistogramChange, Probe
+from deviations.management import base
 from deviations.management.output import write_rows
 
 FIELDS = ["probe", "build_id", "distance", "kind"]
 
 
-class Command(BaseCommand):
+class Command(base.Command):
     help = (
         "Write the detected histogram changes to standard output, one row per change: probe, "
         "build_id, distance (the Hellinger distance to the previous usable build, the one the "

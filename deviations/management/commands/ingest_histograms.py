@@ -3,12 +3,13 @@
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from deviations.management import base
 from ingest.services import HistogramError, queue_detection, store_histogram_file
 
 
-class Command(BaseCommand):
+class Command(base.Command):
     help = (
         "Ingest Telemetry histogram files (docs/formats.md: Mozilla's histogram JSON wrapped "
         "with probe and build id, the plain edges/counts form, raw main pings, GLAM "

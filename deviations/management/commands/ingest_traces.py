@@ -4,15 +4,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from tqdm import tqdm
 
+from deviations.management import base
 from deviations.traces.analysis import analyse_series
 from deviations.traces.models import Run
 from ingest.services import IngestError, ThreadOptions, get_release, ingest_local_file
 
 
-class Command(BaseCommand):
+class Command(base.Command):
     help = (
         "Ingest Chromium trace files (.json or .json.gz, array or {\"traceEvents\": [...]} form) "
         "as runs of one release, synchronously. Each file is one run and is stored whole or not "
