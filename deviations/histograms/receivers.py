@@ -4,8 +4,11 @@
 from typing import Any
 
 from deviations.core.queue import enqueue
-from deviations.histograms.tasks import detect_histogram_changes
 
 
 def queue_detection(sender: Any, probe_ids: list[int], **kwargs: Any) -> None:
+    # Imported when data arrives, not when Django starts: the tasks bring the analysis and
+    # SciPy, which a command or a page that stores nothing never needs.
+    from deviations.histograms.tasks import detect_histogram_changes
+
     enqueue(detect_histogram_changes, list(probe_ids))

@@ -8,7 +8,6 @@ from django.core.management.base import CommandError, CommandParser
 from tqdm import tqdm
 
 from deviations.management import base
-from deviations.traces.analysis import analyse_series
 from deviations.traces.models import Run
 from ingest.services import IngestError, ThreadOptions, get_release, ingest_local_file
 
@@ -64,6 +63,10 @@ class Command(base.Command):
             with tqdm.external_write_mode():
                 self.stdout.write(line)
         if failed < len(files):
+            # Imported here: the analysis brings SciPy (~0.4 s), which --help and a run of
+            # bad files never need.
+            from deviations.traces.analysis import analyse_series
+
             self.stdout.write(f"analysis: {analyse_series(release.series_id)}")
         if failed:
             raise CommandError(f"{failed} of {len(files)} file(s) failed")
