@@ -10,6 +10,7 @@ then ``queue_detection``. Signals sent once data is stored: ``run_stored``,
 
 from ingest.histogram_store import StoredFile, queue_detection, store_histogram_file
 from ingest.histograms import HistogramError, bucket_lower_bounds
+from ingest.manifest import ManifestEntry, ManifestError, read_folders, read_manifest
 from ingest.runs import IngestError, Registered, ThreadOptions, get_release, ingest_local_file
 from ingest.signals import histograms_stored, run_stored
 from ingest.submit import Submission, submit_uploads
@@ -19,6 +20,8 @@ from ingest.upload_handlers import check_upload_size
 __all__ = [
     "HistogramError",
     "IngestError",
+    "ManifestEntry",
+    "ManifestError",
     "Registered",
     "StoredFile",
     "Submission",
@@ -30,6 +33,8 @@ __all__ = [
     "histograms_stored",
     "ingest_local_file",
     "queue_detection",
+    "read_folders",
+    "read_manifest",
     "run_stored",
     "store_histogram_file",
     "submit_uploads",

@@ -9,13 +9,24 @@ from tqdm import tqdm
 
 from deviations.management import base
 from deviations.traces.models import Run
-from ingest.services import IngestError, ThreadOptions, get_release, ingest_local_file
+from ingest.services import (
+    IngestError,
+    ManifestEntry,
+    ManifestError,
+    ThreadOptions,
+    get_release,
+    ingest_local_file,
+    read_folders,
+    read_manifest,
+)
 
 
 class Command(base.Command):
     help = (
         "Ingest Chromium trace files (.json or .json.gz, array or {\"traceEvents\": [...]} form) "
-        "as runs of one release, synchronously. Each file is one run and is stored whole or not "
+        "as runs of one release (--release VERSION FILE...), or of many releases at once "
+        "(--manifest runs.csv with a header release,file[,order], or --folders DIR holding a "
+        "folder per release), synchronously. Each file is one run and is stored whole or not "
         "at all; a file already ingested in the series (same sha256) is skipped. Prints one line "
         "per file, then updates the series' statistics (as `analyse` does); exits with status 1 "
         "if any file failed."
@@ -27,7 +38,17 @@ class Command(base.Command):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--series", required=True, help="series name (created if new)")
-        parser.add_argument("--release", required=True, help="release version, e.g. 56.0.2909.0")
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--release", help="release version of FILE..., e.g. 56.0.2909.0")
+        source.add_argument(
+            "--manifest", type=Path,
+            help="CSV with a header release,file[,order]: one run per line (relative paths "
+            "are relative to the manifest)",
+        )
+        source.add_argument(
+            "--folders", type=Path,
+            help="a folder with one folder per release, named by its version, holding its runs",
+        )
         parser.add_argument(
             "--order", type=int, default=None,
             help="sort the release by this number instead of its version",
@@ -43,33 +64,57 @@ class Command(base.Command):
         parser.add_argument(
             "--all-threads", action="store_true", help="measure every thread of every process"
         )
-        parser.add_argument("files", nargs="+", metavar="FILE", help="trace files, one per run")
+        parser.add_argument(
+            "files", nargs="*", metavar="FILE", help="trace files, one per run (with --release)"
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         options = ThreadOptions(opts["thread_name"], opts["process_name"], opts["all_threads"])
-        try:
-            release = get_release(opts["series"], opts["release"], opts["order"])
+        entries = self._entries(opts)
+        releases: dict[str, Any] = {}
+        try:  # every release checked (and created) before any file is read
+            for entry in entries:
+                if entry.release not in releases:
+                    order = opts["order"] if opts["release"] else entry.order
+                    releases[entry.release] = get_release(opts["series"], entry.release, order)
         except IngestError as exc:
             raise CommandError(str(exc)) from exc
-        files = [Path(f) for f in opts["files"]]
         failed = 0
         bar = tqdm(
-            files, unit="file", disable=not sys.stderr.isatty(), file=sys.stderr, leave=False
+            entries, unit="file", disable=not sys.stderr.isatty(), file=sys.stderr, leave=False
         )
-        for path in bar:
-            bar.set_postfix_str(path.name[-40:])
-            line, ok = self._one(release, path, options)
+        for entry in bar:
+            bar.set_postfix_str(f"{entry.release} {entry.path.name}"[-50:])
+            line, ok = self._one(releases[entry.release], entry.path, options)
             failed += not ok
             with tqdm.external_write_mode():
-                self.stdout.write(line)
-        if failed < len(files):
+                self.stdout.write(line if len(releases) == 1 else f"{entry.release}: {line}")
+        if failed < len(entries):
             # Imported here: the analysis brings SciPy (~0.4 s), which --help and a run of
             # bad files never need.
             from deviations.traces.analysis import analyse_series
 
-            self.stdout.write(f"analysis: {analyse_series(release.series_id)}")
+            series_id = next(iter(releases.values())).series_id
+            self.stdout.write(f"analysis: {analyse_series(series_id)}")
         if failed:
-            raise CommandError(f"{failed} of {len(files)} file(s) failed")
+            raise CommandError(f"{failed} of {len(entries)} file(s) failed")
+
+    @staticmethod
+    def _entries(opts: dict[str, Any]) -> list[ManifestEntry]:
+        if opts["release"] is not None:
+            if not opts["files"]:
+                raise CommandError("give the trace files of --release VERSION")
+            return [ManifestEntry(opts["release"], Path(f)) for f in opts["files"]]
+        if opts["files"]:
+            raise CommandError("FILE arguments go with --release, not --manifest or --folders")
+        if opts["order"] is not None:
+            raise CommandError("--order goes with --release; a manifest has an order column")
+        try:
+            if opts["manifest"] is not None:
+                return read_manifest(opts["manifest"])
+            return read_folders(opts["folders"])
+        except ManifestError as exc:
+            raise CommandError(str(exc)) from exc
 
     @staticmethod
     def _one(release: Any, path: Path, options: ThreadOptions) -> tuple[str, bool]:

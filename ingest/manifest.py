@@ -1,0 +1,89 @@
+"""A whole series in one command: which file is a run of which release.
+
+Two forms, read without touching the database:
+
+- a CSV manifest with a header ``release,file`` or ``release,file,order`` (one run per
+  row; relative file paths are relative to the manifest's folder; ``order`` optional,
+  sorting the release by that number instead of its version);
+- a folder holding one folder per release, named by its version, with that release's
+  trace files (``*.json``, ``*.json.gz``) inside.
+
+Errors are ``ManifestError`` naming the manifest, the line and the reason; every release
+name is checked before anything is ingested, so a typo stops the command at once.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from deviations.core.errors import UserError
+from deviations.core.versions import check_order, check_version
+
+_TRACE_SUFFIXES = (".json", ".json.gz", ".gz")
+
+
+class ManifestError(UserError):
+    """The manifest cannot be used. ``str(e)``: "<manifest>: <where>: <reason>"."""
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    release: str
+    path: Path
+    order: int | None = None
+
+
+def read_manifest(path: Path) -> list[ManifestEntry]:
+    """The runs a CSV manifest lists, in its order."""
+    name = path.name
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"{name}: cannot read the manifest ({exc})") from None
+    rows = csv.reader(text.splitlines())
+    header = [h.strip().lower() for h in next(rows, [])]
+    if header not in (["release", "file"], ["release", "file", "order"]):
+        raise ManifestError(
+            f"{name}: line 1: the header must be 'release,file' or 'release,file,order', "
+            f"not {','.join(header)!r}"
+        )
+    entries = []
+    for line, row in enumerate(rows, start=2):
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            raise ManifestError(f"{name}: line {line}: {len(row)} fields, expected "
+                                f"{len(header)}")
+        release, file = row[0].strip(), row[1].strip()
+        try:
+            check_version(release)
+            order = int(row[2]) if len(row) == 3 and row[2].strip() else None
+            check_order(order)
+        except ValueError as exc:  # UserError, or a non-integer order
+            raise ManifestError(f"{name}: line {line}: {exc}") from None
+        if not file:
+            raise ManifestError(f"{name}: line {line}: no file")
+        entries.append(ManifestEntry(release, (path.parent / file), order))
+    if not entries:
+        raise ManifestError(f"{name}: the manifest lists no runs")
+    return entries
+
+
+def read_folders(root: Path) -> list[ManifestEntry]:
+    """The runs of a folder of release folders, releases and files in name order."""
+    if not root.is_dir():
+        raise ManifestError(f"{root.name}: not a folder")
+    entries = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        try:
+            check_version(folder.name)
+        except UserError as exc:
+            raise ManifestError(f"{root.name}: {folder.name}/: {exc}") from None
+        files = sorted(f for f in folder.iterdir() if f.is_file()
+                       and f.name.endswith(_TRACE_SUFFIXES))
+        entries += [ManifestEntry(folder.name, f) for f in files]
+    if not entries:
+        raise ManifestError(f"{root.name}: no release folder holds a .json or .json.gz file")
+    return entries
