@@ -1,18 +1,36 @@
 """Admin of trace series: series, releases, runs, functions."""
 
+from typing import Any
+
 from django.contrib import admin
 
+from deviations.traces import services
 from deviations.traces.models import Function, Release, Run, Series
 
 
+class _DeletesThroughServices:
+    """Deletions from the admin go through ``deviations.traces.services``: pending uploads
+    removed, the analysis recomputed. Django's confirmation page asks first."""
+
+    delete = staticmethod(services.delete_series)
+
+    def delete_model(self, request: Any, obj: Any) -> None:
+        self.delete(obj)
+
+    def delete_queryset(self, request: Any, queryset: Any) -> None:
+        for obj in queryset:
+            self.delete(obj)
+
+
 @admin.register(Series)
-class SeriesAdmin(admin.ModelAdmin):
+class SeriesAdmin(_DeletesThroughServices, admin.ModelAdmin):
     list_display = ["name", "created"]
     search_fields = ["name"]
 
 
 @admin.register(Release)
-class ReleaseAdmin(admin.ModelAdmin):
+class ReleaseAdmin(_DeletesThroughServices, admin.ModelAdmin):
+    delete = staticmethod(services.delete_release)
     list_display = ["version", "series", "order", "created"]
     list_filter = ["series"]
     search_fields = ["version"]
@@ -20,7 +38,8 @@ class ReleaseAdmin(admin.ModelAdmin):
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(_DeletesThroughServices, admin.ModelAdmin):
+    delete = staticmethod(services.delete_run)
     list_display = ["file_name", "release", "status", "size_bytes", "created", "finished"]
     list_filter = ["status", "series"]
     search_fields = ["file_name", "sha256"]

@@ -10,10 +10,12 @@ from django.shortcuts import get_object_or_404
 from ninja import File, Form, Router, Schema, Status
 from ninja.files import UploadedFile
 
+from deviations.core import access
 from deviations.core.api import ErrorOut, TokenAuth
 from deviations.core.errors import UserError
-from deviations.traces import selectors
-from deviations.traces.models import Run, Series
+from deviations.core.models import Ownership
+from deviations.traces import selectors, services
+from deviations.traces.models import Release, Run, Series
 from ingest.services import ThreadOptions, check_upload_size, submit_uploads
 
 router = Router(tags=["traces"])
@@ -155,3 +157,45 @@ def list_releases(request: HttpRequest, name: str) -> list[Any]:
 def get_upload(request: HttpRequest, batch: uuid.UUID) -> list[dict[str, Any]]:
     runs = Run.objects.filter(upload_batch=batch).select_related("series", "release")
     return [run_out(r) for r in runs.order_by("id")]
+
+
+class DeletedOut(Schema):
+    series: str
+    releases: int
+    runs: int
+
+
+def _deleted(done: services.Deleted) -> dict[str, Any]:
+    return {"series": done.series, "releases": done.releases, "runs": done.runs}
+
+
+@router.delete(
+    "/series/{name}", auth=TokenAuth(), response={200: DeletedOut, 403: ErrorOut},
+    summary="Delete a series with its releases, runs and analysis",
+)
+def delete_series(request: HttpRequest, name: str) -> dict[str, Any]:
+    series = get_object_or_404(Series, name=name)
+    access.check_write(request.auth, Ownership.SERIES, [series.name])
+    return _deleted(services.delete_series(series))
+
+
+@router.delete(
+    "/series/{name}/releases/{version}", auth=TokenAuth(),
+    response={200: DeletedOut, 403: ErrorOut},
+    summary="Delete a release and its runs; the series' analysis is recomputed",
+)
+def delete_release(request: HttpRequest, name: str, version: str) -> dict[str, Any]:
+    release = get_object_or_404(Release.objects.select_related("series"), series__name=name,
+                                version=version)
+    access.check_write(request.auth, Ownership.SERIES, [release.series.name])
+    return _deleted(services.delete_release(release))
+
+
+@router.delete(
+    "/runs/{run_id}", auth=TokenAuth(), response={200: DeletedOut, 403: ErrorOut},
+    summary="Delete one run; the series' analysis is recomputed",
+)
+def delete_run(request: HttpRequest, run_id: int) -> dict[str, Any]:
+    run = get_object_or_404(Run.objects.select_related("series"), pk=run_id)
+    access.check_write(request.auth, Ownership.SERIES, [run.series.name])
+    return _deleted(services.delete_run(run))
