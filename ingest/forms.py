@@ -25,7 +25,10 @@ class MultipleFileField(forms.FileField):
 
 
 class TraceUploadForm(forms.Form):
-    series = forms.CharField(max_length=100, help_text="e.g. chromium-linux.example-load")
+    series = forms.CharField(
+        max_length=100, help_text="e.g. chromium-linux.example-load",
+        widget=forms.TextInput(attrs={"list": "series-names", "autocomplete": "off"}),
+    )
     release = forms.CharField(max_length=100, help_text="e.g. 56.0.2909.0 or 20161020030211")
     order = forms.IntegerField(
         required=False, min_value=0, max_value=MAX_ORDER,

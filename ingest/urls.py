@@ -6,5 +6,6 @@ from ingest import views
 
 urlpatterns = [
     path("", views.upload, name="upload"),
+    path("check/", views.upload_check, name="upload_check"),
     path("<uuid:batch>/", views.upload_status, name="upload_status"),
 ]

@@ -7,19 +7,28 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
+from deviations.core import access
 from deviations.core.errors import TooLargeError, UserError
 from deviations.core.forms import form_error
+from deviations.core.models import Ownership
+from deviations.traces.models import Series
 from ingest.forms import TraceUploadForm
 from ingest.runs import ThreadOptions
 from ingest.submit import submit_uploads
 from ingest.upload_handlers import check_upload_size
 
 
+def _page(request: HttpRequest, form: TraceUploadForm, status: int = 200) -> HttpResponse:
+    series = Series.objects.order_by("name").values_list("name", flat=True)[:500]
+    return render(request, "ingest/upload.html", {"form": form, "series_names": series},
+                  status=status)
+
+
 @login_required
 def upload(request: HttpRequest) -> HttpResponse:
     wants_json = "application/json" in request.headers.get("Accept", "")
     if request.method != "POST":
-        return render(request, "ingest/upload.html", {"form": TraceUploadForm()})
+        return _page(request, TraceUploadForm())
     form = TraceUploadForm(request.POST, request.FILES)
     try:
         check_upload_size(request)
@@ -44,7 +53,27 @@ def upload(request: HttpRequest) -> HttpResponse:
         status = exc.status
     if wants_json:
         return JsonResponse({"errors": form.errors.get_json_data()}, status=status)
-    return render(request, "ingest/upload.html", {"form": form}, status=status)
+    return _page(request, form, status)
+
+
+@login_required
+def upload_check(request: HttpRequest) -> JsonResponse:
+    """What the upload page asks before it sends a byte: are the series, release and order
+    valid, may this user write to the series, and is it a new one (a typo would make one)?"""
+    form = TraceUploadForm(request.GET)
+    form.is_valid()
+    errors = {k: v for k, v in form.errors.get_json_data().items()
+              if k in ("series", "release", "order")}
+    name = form.cleaned_data.get("series")
+    new_series = False
+    if name and "series" not in errors:
+        new_series = not Series.objects.filter(name=name).exists()
+        try:
+            access.check_write(request.user, Ownership.SERIES, [name])
+        except UserError as exc:
+            errors["series"] = [{"message": exc.message, "code": exc.code}]
+    return JsonResponse({"errors": errors, "new_series": new_series},
+                        status=400 if errors else 200)
 
 
 def upload_status(request: HttpRequest, batch: uuid.UUID) -> HttpResponse:

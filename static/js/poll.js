@@ -11,6 +11,15 @@
     return td;
   }
 
+  function linkCell(text, href) {
+    const td = document.createElement("td");
+    const a = document.createElement("a");
+    a.href = href;
+    a.textContent = text;
+    td.appendChild(a);
+    return td;
+  }
+
   function renderBatch(table, runs) {
     const body = table.querySelector("tbody");
     body.replaceChildren();
@@ -25,14 +34,25 @@
       link.textContent = run.file_name;
       name.appendChild(link);
       if (run.duplicate) name.appendChild(document.createTextNode(" (already ingested)"));
-      tr.append(name, cell(run.series), cell(run.release),
+      const seriesUrl = "/series/" + encodeURIComponent(run.series) + "/";
+      tr.append(name, linkCell(run.series, seriesUrl),
+                linkCell(run.release, seriesUrl + "releases/" + encodeURIComponent(run.release) + "/"),
                 cell(run.status, "status status-" + run.status), cell(run.error, "error"));
       body.appendChild(tr);
     }
-    document.getElementById("batch-summary").textContent =
+    const summary = document.getElementById("batch-summary");
+    summary.textContent =
       runs.length + " file(s): " + counts.done + " done, " + counts.failed + " failed, " +
       counts.pending + " pending";
-    return runs.every(function (r) { return FINAL.has(r.status); });
+    const finished = runs.every(function (r) { return FINAL.has(r.status); });
+    if (finished && runs.length) {
+      const results = document.createElement("a");
+      results.id = "batch-results";
+      results.href = "/series/" + encodeURIComponent(runs[0].series) + "/";
+      results.textContent = "See the results: the deviation matrix of " + runs[0].series;
+      summary.append(". ", results);
+    }
+    return finished;
   }
 
   function renderRun(run) {

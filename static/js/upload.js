@@ -9,7 +9,37 @@
   const bar = document.getElementById("upload-progress");
   const barText = document.getElementById("upload-progress-text");
   const errorBox = document.getElementById("upload-error");
+  const hint = document.getElementById("series-hint");
+  const hintText = hint.textContent;
   let chosen = [];
+
+  // Ask the server about the names before any byte is sent (a typo would otherwise make a
+  // new series, and a bad name would be refused only after the whole upload).
+  function check() {
+    const params = new URLSearchParams();
+    for (const field of ["series", "release", "order"]) {
+      params.set(field, form.elements[field].value);
+    }
+    return fetch(form.dataset.checkUrl + "?" + params.toString(), {
+      headers: { Accept: "application/json" }, credentials: "same-origin",
+    }).then(function (r) { return r.json(); });
+  }
+  function showHint(result) {
+    const name = form.elements.series.value.trim();
+    if (result.errors && result.errors.series) {
+      hint.textContent = fieldErrors({ series: result.errors.series });
+      hint.className = "error";
+    } else if (name && result.new_series) {
+      hint.textContent = "new series: \u201c" + name + "\u201d will be created";
+      hint.className = "warning";
+    } else {
+      hint.textContent = name ? "existing series" : hintText;
+      hint.className = "muted";
+    }
+  }
+  form.elements.series.addEventListener("change", function () {
+    check().then(showHint).catch(function () {});
+  });
 
   function showFiles() {
     list.replaceChildren();
@@ -49,6 +79,20 @@
   form.addEventListener("submit", function (e) {
     e.preventDefault();
     errorBox.textContent = "";
+    barText.textContent = "";
+    check().then(function (result) {
+      showHint(result);
+      const errors = Object.assign({}, result.errors || {});
+      if (!chosen.length) errors.files = [{ message: "Choose at least one trace file." }];
+      if (Object.keys(errors).length) {
+        errorBox.textContent = fieldErrors(errors);
+      } else {
+        send();
+      }
+    }).catch(send);  // the server will say it, then
+  });
+
+  function send() {
     const data = new FormData(form);
     data.delete("files");
     for (const f of chosen) data.append("files", f, f.name);
@@ -71,15 +115,18 @@
       try { body = JSON.parse(xhr.responseText); } catch (err) { body = {}; }
       if (xhr.status === 200 && body.status_url) {
         window.location.assign(body.status_url);
-      } else if (body.errors) {
-        errorBox.textContent = fieldErrors(body.errors);
       } else {
-        errorBox.textContent = "Upload failed: HTTP " + xhr.status;
+        bar.hidden = true;
+        barText.textContent = "";
+        errorBox.textContent = body.errors ? fieldErrors(body.errors)
+          : "Upload failed: HTTP " + xhr.status;
       }
     });
     xhr.addEventListener("error", function () {
+      bar.hidden = true;
+      barText.textContent = "";
       errorBox.textContent = "Upload failed: the server could not be reached.";
     });
     xhr.send(data);
-  });
+  }
 })();

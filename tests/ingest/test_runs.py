@@ -271,3 +271,18 @@ def test_options_must_be_spelled_out(write_trace, simple_events) -> None:
         call_command("ingest_traces", "--serie", "web", "--release", "1", str(path),
                      stdout=io.StringIO())
     assert not Series.objects.exists()
+
+
+def test_upload_check_endpoint(client) -> None:
+    from django.contrib.auth import get_user_model
+
+    Series.objects.create(name="web")
+    client.force_login(get_user_model().objects.create_user("u"))
+    ok = client.get("/upload/check/", {"series": "web", "release": "1.0"}).json()
+    assert ok == {"errors": {}, "new_series": False}
+    new = client.get("/upload/check/", {"series": "wbe", "release": "1.0"}).json()
+    assert new["new_series"] is True
+    bad = client.get("/upload/check/", {"series": "a b", "release": "1", "order": "-1"})
+    assert bad.status_code == 400
+    assert set(bad.json()["errors"]) == {"series", "order"}
+    assert not Series.objects.filter(name="wbe").exists()  # asking creates nothing

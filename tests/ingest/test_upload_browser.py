@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 
-from deviations.traces.models import Run
+from deviations.traces.models import Run, Series
 from ingest import runs
 from tests.conftest import ARTIFACTS
 
@@ -70,3 +70,35 @@ def test_run_page_updates_itself(page: Any, write_trace, simple_events) -> None:
     runs.process_run(run.pk)  # what the worker does meanwhile
     page.locator("#run-status", has_text="done").wait_for()
     assert '"slices": 4' in page.inner_text("#run-summary")
+
+
+def test_names_are_checked_before_any_byte_is_sent(
+    page: Any, tmp_path: Path, simple_events
+) -> None:
+    """Issue 14: a typo made a new series, a bad name was refused only after the upload,
+    under a stale "Sent…" line, and the status page did not link to the results."""
+    Series.objects.create(name="chromium-linux")
+    log_in(page)
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"traceEvents": simple_events}))
+    page.fill("#id_series", "chromium-linx")
+    page.locator("#id_series").dispatch_event("change")
+    page.locator("#series-hint", has_text="new series").wait_for()
+    assert page.locator("#series-names option[value='chromium-linux']").count() == 1
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.method) if r.url.endswith("/upload/") else None)
+    page.fill("#id_series", "chromium-linux")
+    page.fill("#id_release", "a/b")
+    page.set_input_files("input[type=file]", [str(trace)])
+    page.click("#upload-form button[type=submit]")
+    page.locator("#upload-error", has_text="release version 'a/b' is not valid").wait_for()
+    assert "POST" not in sent  # refused before the bytes left
+    assert page.inner_text("#upload-progress-text") == ""
+    assert page.inner_text("#series-hint") == "existing series"
+    page.fill("#id_release", "56.0.2909.0")
+    page.click("#upload-form button[type=submit]")
+    page.wait_for_url("**/upload/*-*-*-*-*/")
+    results = page.locator("#batch-results")
+    results.wait_for()
+    assert results.get_attribute("href") == "/series/chromium-linux/"
+    page.screenshot(path=str(ARTIFACTS / "upload-status-results.png"), full_page=True)
