@@ -37,7 +37,7 @@ def _interleaved(n=30, effect=1.0, seed=0):
 @pytest.mark.parametrize(("n", "confidence"), [(15, 0.95), (30, 0.9), (60, 0.99)])
 def test_bootstrap_matches_scipy_percentile_bootstrap(n, confidence):
     a, b = _interleaved(n, seed=n)
-    ours = paired_ci(a, b, confidence=confidence, resamples=20_000, seed=1)
+    ours = paired_ci(a, b, confidence=confidence, resamples=20_000, seed=1, method="percentile")
     ref = stats.bootstrap(
         (b - a,),
         np.mean,
