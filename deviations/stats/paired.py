@@ -946,16 +946,20 @@ class Precision:
     alpha: float
     tuned_n: int
 
-    def sentence(self, unit: str = "") -> str:
-        """One line for pages and the CLI."""
+    def sentence(self, unit: str = "", samples: str = "samples") -> str:
+        """One line for pages and the CLI; ``samples`` names what is counted."""
         sep = "" if unit in ("", "%") else " "
-        span = f"{100 * (1 - self.alpha):.4g}% anytime-valid interval [{self.lo:+.3g}, " \
-               f"{self.hi:+.3g}]{sep}{unit}, width {self.width:.3g}{sep}{unit}"
-        target = f"smallest change that matters {self.min_change:.3g}{sep}{unit}"
+        span = (f"{100 * (1 - self.alpha):.4g}% anytime-valid interval [{self.lo:+.3g}, "
+                f"{self.hi:+.3g}]{sep}{unit}, width {self.width:.3g}{sep}{unit}")
+        target = f"the smallest change that matters, {self.min_change:.3g}{sep}{unit}"
         if self.narrow_enough:
             return f"narrow enough: {span} <= {target}; looking again later stays valid"
-        return (f"not narrow enough yet: {span} > {target}; about {self.more_needed} more "
-                "samples needed (estimated from the spread so far; looking again is allowed)")
+        more = (f"about {self.more_needed} more {samples} (estimated from the spread so far; "
+                "looking again is allowed)")
+        if self.excludes_zero:
+            return (f"already excludes 0 (valid at any look): {span} > {target}; to size "
+                    f"the change within it, {more}")
+        return f"not narrow enough yet: {span} > {target}; {more}"
 
 
 def _samples_needed(n_now: float, sd: float, min_change: float, alpha: float,
@@ -1029,3 +1033,76 @@ def precision_two_sample(
     n_eff = total / se2 if se2 > 0 else float(min(x.size, y.size))
     return _precision(float(y.mean() - x.mean()), n_eff, float(np.sqrt(total)), min_change,
                       alpha, tuned_n)
+
+
+# ---------------------------------------------------------------------------------------
+# Has a host's A/A floor moved?
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FloorChange:
+    """Comparison of a new A/A run with the previous one of the same host and metric.
+
+    Attributes
+    ----------
+    moved : ``spread_p < alpha`` or ``shift_p < alpha``.
+    spread_ratio : ``s_new / s_previous``, standard deviations of the A/A differences.
+    spread_p : Brown-Forsythe test of equal spread (Levene's test centred on medians).
+    shift : mean A/A difference now minus before.
+    shift_p : Welch's t test of equal means.
+    alpha : level of each test.
+    """
+
+    moved: bool
+    spread_ratio: float
+    spread_p: float
+    shift: float
+    shift_p: float
+    alpha: float
+
+
+def floor_change(
+    previous: npt.ArrayLike, new: npt.ArrayLike, alpha: float = 0.01
+) -> FloorChange:
+    """Did the host change between two A/A runs? (seed 002: "if the A/A floor was [-0.05,
+    +0.07] last quarter and is [-0.20, +0.40] this quarter, something on the host changed")
+
+    The floor :math:`\\max(|L|, |U|)` of an A/A interval mixes two things, each tested on the
+    two runs' paired differences: their **spread**, which sets the interval's width
+    (Brown-Forsythe test, ``scipy.stats.levene(center="median")``, robust to non-normal
+    differences), and their **centre**, a systematic bias between the arms (Welch's t test).
+    Comparing the two floors directly would not do: with :math:`n = 30` pairs the floor of
+    the same host varies by a factor of ~2 from run to run by chance alone, because
+    :math:`|\\bar d|` is part of it.
+
+    Parameters
+    ----------
+    previous, new : array_like, 1-d, each >= 3 values
+        Paired differences of the previous and the new A/A run of one metric.
+    alpha : float, default 0.01
+        Level of each test: one flag in 100 A/A runs of an unchanged host and metric per
+        test, so a flag is worth a look.
+
+    References
+    ----------
+    Brown, M. B. & Forsythe, A. B. (1974). JASA 69, 364-367; Welch (1947); seed 002.
+    """
+    check_confidence(1.0 - alpha)
+    x = _sample(previous, "previous", minimum=3)
+    y = _sample(new, "new", minimum=3)
+    sx, sy = float(x.std(ddof=1)), float(y.std(ddof=1))
+    if sx == 0 and sy == 0:
+        spread_p, ratio = 1.0, 1.0
+    else:
+        spread_p = float(stats.levene(x, y, center="median").pvalue)
+        ratio = sy / sx if sx > 0 else float("inf")
+    shift = float(y.mean() - x.mean())
+    if sx == 0 and sy == 0:
+        shift_p = 1.0 if shift == 0 else 0.0
+    else:
+        shift_p = float(stats.ttest_ind(y, x, equal_var=False).pvalue)
+    return FloorChange(
+        moved=spread_p < alpha or shift_p < alpha, spread_ratio=ratio, spread_p=spread_p,
+        shift=shift, shift_p=shift_p, alpha=alpha,
+    )
