@@ -94,6 +94,43 @@ def get_run(request: HttpRequest, run_id: int) -> dict[str, Any]:
     return selectors.run_out(get_object_or_404(ABRun.objects.select_related("host"), pk=run_id))
 
 
+class ReleasePrecisionOut(Schema):
+    series: str
+    function: str
+    base: str
+    new: str
+    metric: str
+    unit: str
+    n_base: int
+    n_new: int
+    diff: float
+    lo: float
+    hi: float
+    width: float
+    min_change: float
+    narrow_enough: bool
+    excludes_zero: bool
+    more_runs_per_release: int
+    sentence: str
+
+
+@router.get(
+    "/releases/precision", response={200: ReleasePrecisionOut, 400: ErrorOut},
+    summary="How many more runs? Two releases of a trace series, one function (seed 004)",
+)
+def release_precision(
+    request: HttpRequest, series: str, base: str, new: str, function: int,
+    metric: str = "self", min_change: float = 1.0,
+) -> dict[str, Any]:
+    """The anytime-valid interval of the function's mean time in ``new`` minus ``base``
+    (independent runs), whether it is narrower than ``min_change`` (% of the base's mean),
+    and about how many more runs of each release would make it so. Looking again after
+    more runs keeps its 95 % level."""
+    return selectors.release_pair_precision(
+        series, base, new, function, metric=metric, min_change_pct=min_change
+    )
+
+
 @router.get("/hosts/{name}/floors", response=list[FloorOut],
             summary="A host's A/A floors, newest first per metric")
 def host_floors(request: HttpRequest, name: str) -> list[dict[str, Any]]:
