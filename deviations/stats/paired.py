@@ -283,7 +283,8 @@ def mean_intervals(
       mean at least 93 % of the time from n = 5 on normal, skewed (exponential, gamma(2),
       lognormal σ = 0.5) and heavy-tailed (t₂, t₃) differences, measured in
       ``tests/stats/test_paired_coverage.py`` (table in docs/statistics.md). Its cost: on
-      normal differences it covers 97.5 % at n = 5, 96 % at n = 10, 95 % from n = 30;
+      normal differences it covers 97 % at n = 5 (median width 1.35x the t interval's),
+      96 % at n = 10 (1.07x), 95.5 % at n = 30 (1.02x);
     * ``"percentile"``: :func:`bootstrap_mean_ci` (the earlier default; too narrow at
       small n).
 
@@ -889,7 +890,7 @@ def sequence_halfwidth(
     covers the mean at every n simultaneously with probability :math:`\\ge 1 - \\alpha`
     asymptotically: looking again after more samples, and stopping when it suits, keeps
     the level, where a fixed-n interval recomputed after each look does not (seed 004's
-    loop). The price is width: at n = 30 it is ~1.6x the t interval's.
+    loop). The price is width: at n = 30 it is 1.48x the t interval's.
 
     Parameters
     ----------
