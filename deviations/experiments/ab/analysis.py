@@ -12,11 +12,13 @@ samples?" (an anytime-valid interval against the smallest change that matters).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from deviations.stats import Direction
 from deviations.stats.multiple import holm
 from deviations.stats.paired import (
     aa_floor,
@@ -84,7 +86,7 @@ def aa_floors(aa: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "confidence": f.confidence, "biased": f.biased,
             "differences": [float(x) for x in d],
         }
-    return out
+    return {m: json_safe(f) for m, f in out.items()}
 
 
 def floor_moved(previous: list[float] | None, new: list[float]) -> dict[str, Any] | None:
@@ -93,8 +95,8 @@ def floor_moved(previous: list[float] | None, new: list[float]) -> dict[str, Any
     if previous is None or len(previous) < 3 or len(new) < 3:
         return None
     ch = floor_change(previous, new, FLOOR_MOVE_ALPHA)
-    return {"moved": ch.moved, "spread_ratio": ch.spread_ratio, "spread_p": ch.spread_p,
-            "shift": ch.shift, "shift_p": ch.shift_p}
+    return json_safe({"moved": ch.moved, "spread_ratio": ch.spread_ratio,
+                      "spread_p": ch.spread_p, "shift": ch.shift, "shift_p": ch.shift_p})
 
 
 def analyse(
@@ -114,7 +116,9 @@ def analyse(
         name = metric["name"]
         a = np.asarray(data["values"][name][data["baseline"]], dtype=np.float64)
         floor = floors.get(name)
-        direction = metric["direction"]
+        direction: Direction = (
+            "higher_is_better" if metric["direction"] == "higher_is_better" else "lower_is_better"
+        )
         base = float(a.mean())
         relative = res.estimate / base if base != 0 else None
         min_change = abs(base) * min_change_pct / 100.0
@@ -150,11 +154,11 @@ def analyse(
             "aa_floor": None if floor is None else floor.value,
             "floor_source": None if floor is None else floor.source,
             "verdict": classify(res, None if floor is None else floor.value,
-                                direction=direction),  # type: ignore[arg-type]
+                                direction=direction),
             "line": result_line(
                 res, metric=label(metric), unit=metric["unit"],
                 floor=None if floor is None else floor.value,
-                direction=direction, subject=build,  # type: ignore[arg-type]
+                direction=direction, subject=build,
             ),
             "warning": res.disagreement(),
             "precision": None if precision is None else {
@@ -164,10 +168,22 @@ def analyse(
                 "sentence": precision.sentence(metric["unit"], "slice pairs"),
             },
         })
-    return {
+    return json_safe({
         "confidence": CONFIDENCE, "method": "robust", "resamples": RESAMPLES,
         "min_change_pct": min_change_pct, "comparisons": out,
-    }
+    })
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None: PostgreSQL's jsonb refuses
+    NaN and infinities, and a page shows None as "—"."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
 
 
 def _holm_adjusted(p: list[float]) -> list[float]:

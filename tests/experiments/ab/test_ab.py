@@ -15,6 +15,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from deviations.core.errors import UserError
 from deviations.core.models import ApiToken
 from deviations.experiments.ab import analysis, charts, services
 from deviations.experiments.ab.models import AAFloorRecord, ABRun
@@ -252,3 +253,19 @@ def test_how_many_more_samples(client, alice):
     assert prec["narrow_enough"]
     assert prec["more_needed"] == 0
     assert "narrow enough" in client.get(f"/ab/runs/{run.pk}/").content.decode()
+
+
+@pytest.mark.django_db
+def test_a_bad_aa_file_stores_nothing():
+    with pytest.raises(UserError, match="aa.csv: line 2"):
+        services.store_upload(AB.read_bytes(), b"slice,build,metric,value\n0,A,p99,x\n",
+                              host="bench-3", ab_name="ab.csv", aa_name="aa.csv")
+    assert not ABRun.objects.exists()
+    assert not AAFloorRecord.objects.exists()
+    with pytest.raises(UserError, match="name its host"):
+        services.store_upload(None, AA.read_bytes(), aa_name="aa.csv")
+
+
+def test_json_safe():
+    assert analysis.json_safe({"a": [1.0, float("nan")], "b": (float("inf"), "x")}) == {
+        "a": [1.0, None], "b": [None, "x"]}
