@@ -43,9 +43,14 @@ def by_build(run: ABRun) -> list[tuple[str, list[dict[str, Any]]]]:
         shown = {
             **c, "level_pct": f"{100 * c['level']:.4g}",
             "relative_pct": None if c["relative"] is None else f"{100 * c['relative']:+.3g}",
+            "sign_p_text": _p(c["sign_test_p"]), "holm_p_text": _p(c["holm_p"]),
         }
         groups.setdefault(c["build"], []).append(shown)
     return list(groups.items())
+
+
+def _p(p: float | None) -> str:
+    return "—" if p is None else f"{p:.3g}"
 
 
 def run_out(run: ABRun) -> dict[str, Any]:
