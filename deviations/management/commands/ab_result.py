@@ -16,10 +16,10 @@ from ingest.services import ABFormatError, parse_ab_file
 class Command(base.Command):
     help = (
         "Analyse an interleaved A/B run (CSV or JSON, docs/formats.md 'A/B runs') without "
-        "storing it: per metric the mean paired difference B - A with its 95%% interval "
+        "storing it: per metric the mean paired difference B - A with its 95% interval "
         "(Holm's levels when several metrics or builds are compared), the sign test, the "
         "A/A floor of --aa, and seed 002's four-number line, e.g. 'B is 0.93 ms faster at "
-        "p99 (95%% CI [-1.01, -0.85]; A/A floor ±0.07; n=15 slice pairs)'. A warning line "
+        "p99 (95% CI [-1.01, -0.85]; A/A floor ±0.07; n=15 slice pairs)'. A warning line "
         "follows a metric whose interval and sign test disagree. --format json prints per "
         "metric {\"metric\", \"n\", \"diff\", \"diff_lo\", \"diff_hi\", \"relative\" "
         "(diff / mean of A), \"sign_test_p\", \"aa_floor\", \"verdict\"}. Exits with status 1 "
