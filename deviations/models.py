@@ -5,7 +5,8 @@
 - Telemetry histograms, ``deviations.histograms.models``: HistogramRuleDefaults, Probe,
   HistogramSnapshot, HistogramChange;
 - alerts, ``deviations.alerts.models``: Subscription, SentAlert;
-- API tokens, ``deviations.core.models``: ApiToken.
+- API tokens, ``deviations.core.models``: ApiToken;
+- paired A/B runs, ``deviations.experiments.ab.models``: ABHost, ABRun, AAFloorRecord.
 
 Everything stays in the one app label ``deviations`` (its migrations are shared). Import a
 model from its feature's module; this module only makes sure Django sees them all.
@@ -13,6 +14,7 @@ model from its feature's module; this module only makes sure Django sees them al
 
 from deviations.alerts.models import SentAlert, Subscription
 from deviations.core.models import ApiToken
+from deviations.experiments.ab.models import AAFloorRecord, ABHost, ABRun
 from deviations.histograms.models import (
     HistogramChange,
     HistogramRuleDefaults,
@@ -30,6 +32,9 @@ from deviations.traces.models import (
 )
 
 __all__ = [
+    "AAFloorRecord",
+    "ABHost",
+    "ABRun",
     "AnalysisBlock",
     "ApiToken",
     "Function",

@@ -4,10 +4,12 @@
 Traces: ``submit_uploads`` (page and API: register, then a task parses), ``get_release``
 and ``ingest_local_file`` (CLI: parse here, now). Histograms: ``store_histogram_file``,
 then ``queue_detection``. Signals sent once data is stored: ``run_stored``,
-``histograms_stored``. Errors are ``UserError`` subclasses (``IngestError``,
-``TraceError``, ``HistogramError``) with "<file>: <reason>" messages.
+``histograms_stored``. A/B runs: ``parse_ab_file`` (``experiments.ab`` stores them).
+Errors are ``UserError`` subclasses (``IngestError``, ``TraceError``, ``HistogramError``,
+``ABFormatError``) with "<file>: <reason>" messages.
 """
 
+from ingest.ab import ABData, ABFormatError, parse_ab_file
 from ingest.histogram_store import StoredFile, queue_detection, store_histogram_file
 from ingest.histograms import HistogramError, bucket_lower_bounds
 from ingest.manifest import ManifestEntry, ManifestError, read_folders, read_manifest
@@ -18,6 +20,8 @@ from ingest.traces import TraceError
 from ingest.upload_handlers import check_upload_size
 
 __all__ = [
+    "ABData",
+    "ABFormatError",
     "HistogramError",
     "IngestError",
     "ManifestEntry",
@@ -32,6 +36,7 @@ __all__ = [
     "get_release",
     "histograms_stored",
     "ingest_local_file",
+    "parse_ab_file",
     "queue_detection",
     "read_folders",
     "read_manifest",

@@ -1,0 +1,46 @@
+"""Seed 004's "how many more samples?" for two releases of a trace series (API)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from deviations.traces.models import Function
+from ingest.services import ThreadOptions, get_release, ingest_local_file
+from tests.conftest import renderer_events
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def series(tmp_path, committed):
+    rng = np.random.default_rng(6)
+    for version, level in (("1.0", 1000.0), ("1.1", 1100.0)):
+        release = get_release("web", version)
+        for k in range(6):
+            dur = float(np.round(level + rng.normal(0, 30)))
+            path = tmp_path / f"{version}-{k}.json"
+            path.write_text(json.dumps(renderer_events([("Layout", 0, dur)])))
+            committed(ingest_local_file, release, path, ThreadOptions())
+    return Function.objects.get(name="Layout")
+
+
+def test_two_releases_how_many_more_runs(client, series):
+    url = f"/api/ab/releases/precision?series=web&base=1.0&new=1.1&function={series.pk}"
+    body = client.get(url + "&min_change=5").json()
+    assert body["n_base"] == body["n_new"] == 6
+    assert body["diff"] == pytest.approx(100, abs=40)
+    assert body["lo"] < body["diff"] < body["hi"]
+    assert body["excludes_zero"]
+    strict = client.get(url + "&min_change=1").json()  # 10 µs: needs more runs
+    assert not strict["narrow_enough"]
+    assert strict["more_runs_per_release"] > 0
+    assert "runs of each release" in strict["sentence"]
+    loose = client.get(url + "&min_change=50").json()
+    assert loose["narrow_enough"]
+    assert loose["more_runs_per_release"] == 0
+    missing = client.get(url.replace("1.1", "9.9"))
+    assert missing.status_code == 400
+    assert "no release '9.9'" in missing.json()["detail"]
