@@ -14,7 +14,7 @@ from deviations.core import access
 from deviations.core.api import ErrorOut, TokenAuth
 from deviations.core.errors import UserError
 from deviations.core.models import Ownership
-from deviations.traces import selectors, services
+from deviations.traces import compare, selectors, services
 from deviations.traces.models import Release, Run, Series
 from ingest.services import ThreadOptions, check_upload_size, submit_uploads
 
@@ -199,3 +199,59 @@ def delete_run(request: HttpRequest, run_id: int) -> dict[str, Any]:
     run = get_object_or_404(Run.objects.select_related("series"), pk=run_id)
     access.check_write(request.auth, Ownership.SERIES, [run.series.name])
     return _deleted(services.delete_run(run))
+
+
+class ComparisonRowOut(Schema):
+    function: str
+    function_id: int
+    verdict: str
+    base_median: float | None
+    base_lo: float | None
+    base_hi: float | None
+    new_median: float | None
+    new_lo: float | None
+    new_hi: float | None
+    diff: float | None
+    diff_lo: float | None
+    diff_hi: float | None
+    change_pct: float | None
+    p_value: float | None
+    q_value: float | None
+
+
+class ComparisonOut(Schema):
+    series: str
+    base: str
+    new: str
+    metric: str
+    runs_base: int
+    runs_new: int
+    test: str
+    fdr: float
+    min_change: float
+    min_change_us: float
+    counts: dict[str, int]
+    rows: list[ComparisonRowOut]
+
+
+@router.get(
+    "/series/{name}/compare", response={200: ComparisonOut, 400: ErrorOut, 404: ErrorOut},
+    summary="Compare any two releases of a series, function by function",
+)
+def compare_releases(
+    request: HttpRequest, name: str, base: str, new: str, metric: str = "self",
+    test: str = "auto",
+) -> dict[str, Any]:
+    """Per function: both medians with their 95% intervals (µs), `diff` = new − base with
+    its interval, `change_pct`, the p-value and its Benjamini–Hochberg q-value over all the
+    functions, and the verdict (`regression`, `improvement`, `appeared`, `vanished`,
+    `below_threshold`, `unchanged`). 404: an unknown series or release; 400: the same
+    release twice, or a release with fewer than two done runs."""
+    series = get_object_or_404(Series, name=name)
+    result = compare.compare_releases(series, base, new, metric, test=test)
+    return {
+        "series": series.name, "base": result.base.version, "new": result.new.version,
+        "metric": result.metric, "runs_base": result.runs_base, "runs_new": result.runs_new,
+        "test": result.test, "fdr": compare.FDR, "min_change": compare.MIN_CHANGE,
+        "min_change_us": compare.MIN_CHANGE_US, "counts": result.counts, "rows": result.rows,
+    }

@@ -15,4 +15,5 @@ urlpatterns = [
     ),
     path("series/<str:name>/releases/<str:version>/", views.release_detail, name="release"),
     path("runs/<int:run_id>/", views.run_detail, name="run"),
+    path("series/<str:name>/compare/", views.compare_releases, name="compare"),
 ]

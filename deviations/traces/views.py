@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from deviations.core.tables import write_csv
-from deviations.traces import charts, selectors
+from deviations.traces import charts, compare, selectors
 from deviations.traces.matrix import MatrixQuery, cell_rows, matrix_slice
 from deviations.traces.models import Function, Release, Run, Series
 
@@ -162,3 +162,37 @@ def release_detail(request: HttpRequest, name: str, version: str) -> HttpRespons
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run.objects.select_related("series", "release"), pk=run_id)
     return render(request, "deviations/run_detail.html", {"run": run})
+
+
+def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
+    """Any two releases of the series, function by function (``?base=A&new=B``)."""
+    series = get_object_or_404(Series, name=name)
+    query = compare.CompareQuery.from_params(request.GET)
+    result, error, status = None, "", 200
+    if query.base or query.new:
+        try:
+            result = compare.compare_releases(series, query.base, query.new, query.metric,
+                                              test=query.test)
+        except compare.CompareError as exc:
+            error, status = exc.message, exc.status
+    rows = compare.sort_rows(compare.filter_rows(result.rows, query.q, query.show), query.sort
+                             ) if result is not None else []
+    fmt = request.GET.get("format")
+    if fmt in ("csv", "json"):
+        if error:
+            return HttpResponse(error, status=status, content_type="text/plain; charset=utf-8")
+        return _table_response(rows, compare.FIELDS, fmt,
+                               f"{series.name}-{query.base}-{query.new}")
+    context = {
+        "series": series, "query": query, "result": result, "rows": rows, "error": error,
+        "releases": selectors.releases_with_counts(series),
+        "fdr": compare.FDR, "min_change_pct": round(100 * compare.MIN_CHANGE),
+        "min_change_us": compare.MIN_CHANGE_US,
+        "shows": compare.SHOW, "sorts": compare.SORTS,
+        "permalink": request.path + ("?" + query.params() if query.params() else ""),
+        "export_csv": "?" + query.params(format="csv"),
+        "export_json": "?" + query.params(format="json"),
+        "sort_links": {s: "?" + query.params(sort=s) for s in compare.SORTS},
+        "swap": "?" + query.params(base=query.new, new=query.base),
+    }
+    return render(request, "deviations/compare.html", context, status=status)
