@@ -1,9 +1,9 @@
 """The app's models, one module per feature; Django registers the models imported here.
 
 - trace series, ``deviations.traces.models``: Series, Release, Function, Run, RunTimes,
-  SeriesAnalysis, AnalysisBlock;
+  SeriesAnalysis, AnalysisBlock, ReleaseAnnotation;
 - Telemetry histograms, ``deviations.histograms.models``: HistogramRuleDefaults, Probe,
-  HistogramSnapshot, HistogramChange;
+  HistogramSnapshot, HistogramChange, BuildAnnotation;
 - alerts, ``deviations.alerts.models``: Subscription, SentAlert;
 - API tokens, ``deviations.core.models``: ApiToken.
 
@@ -14,6 +14,7 @@ model from its feature's module; this module only makes sure Django sees them al
 from deviations.alerts.models import SentAlert, Subscription
 from deviations.core.models import ApiToken
 from deviations.histograms.models import (
+    BuildAnnotation,
     HistogramChange,
     HistogramRuleDefaults,
     HistogramSnapshot,
@@ -23,6 +24,7 @@ from deviations.traces.models import (
     AnalysisBlock,
     Function,
     Release,
+    ReleaseAnnotation,
     Run,
     RunTimes,
     Series,
@@ -32,12 +34,14 @@ from deviations.traces.models import (
 __all__ = [
     "AnalysisBlock",
     "ApiToken",
+    "BuildAnnotation",
     "Function",
     "HistogramChange",
     "HistogramRuleDefaults",
     "HistogramSnapshot",
     "Probe",
     "Release",
+    "ReleaseAnnotation",
     "Run",
     "RunTimes",
     "SentAlert",

@@ -14,8 +14,9 @@ from deviations.core import access
 from deviations.core.api import ErrorOut, TokenAuth
 from deviations.core.errors import UserError
 from deviations.core.models import Ownership
+from deviations.traces import annotations as notes
 from deviations.traces import compare, selectors, services
-from deviations.traces.models import Release, Run, Series
+from deviations.traces.models import Release, ReleaseAnnotation, Run, Series
 from ingest.services import ThreadOptions, check_upload_size, submit_uploads
 
 router = Router(tags=["traces"])
@@ -255,3 +256,52 @@ def compare_releases(
         "test": result.test, "fdr": compare.FDR, "min_change": compare.MIN_CHANGE,
         "min_change_us": compare.MIN_CHANGE_US, "counts": result.counts, "rows": result.rows,
     }
+
+
+class AnnotationIn(Schema):
+    text: str
+
+
+class AnnotationOut(Schema):
+    id: int
+    series: str
+    release: str
+    text: str
+    author: str | None
+    created: str
+
+
+@router.get("/series/{name}/annotations", response=list[AnnotationOut],
+            summary="The notes on a series' releases, in release order")
+def list_annotations(request: HttpRequest, name: str) -> list[dict[str, Any]]:
+    series = get_object_or_404(Series, name=name)
+    return [notes.annotation_out(a) for a in notes.series_annotations(series)]
+
+
+@router.post(
+    "/series/{name}/releases/{version}/annotations", auth=TokenAuth(),
+    response={201: AnnotationOut, 400: ErrorOut, 403: ErrorOut},
+    summary="Add a note to a release (shown on the matrix and the function charts)",
+)
+def annotate_release(
+    request: HttpRequest, name: str, version: str, body: AnnotationIn
+) -> Status[dict[str, Any]]:
+    """One line of at most 500 characters, e.g. "switched to headless". 403: the series
+    belongs to others."""
+    release = get_object_or_404(Release.objects.select_related("series"), series__name=name,
+                                version=version)
+    note = notes.annotate_release(request.auth, release, body.text)
+    return Status(201, notes.annotation_out(note))
+
+
+@router.delete(
+    "/series/{name}/annotations/{annotation_id}", auth=TokenAuth(),
+    response={200: AnnotationOut, 403: ErrorOut},
+    summary="Delete a note (its author, an owner of the series, or staff)",
+)
+def delete_annotation(request: HttpRequest, name: str, annotation_id: int) -> dict[str, Any]:
+    note = get_object_or_404(ReleaseAnnotation.objects.select_related("release__series"),
+                             pk=annotation_id, release__series__name=name)
+    out = notes.annotation_out(note)
+    notes.delete_annotation(request.auth, note)
+    return out
