@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from ._checks import check_confidence
 from ._typing import DIRECTIONS, BoolArray, Direction, FloatArray, Int8Array
-from .intervals import MIN_RUNS, Interval, diff_ci_array, median_ci_array
+from .intervals import MIN_RUNS, Interval, diff_ci_array, mean_ci_array, median_ci_array
 from .multiple import benjamini_hochberg
 from .ranks import _mann_whitney_rows
 from .releases import _t_p_value
@@ -54,7 +54,7 @@ __all__ = [
 TwoSampleVerdict = Literal[
     "unchanged", "below_threshold", "regression", "improvement", "appeared", "vanished"
 ]
-TestName = Literal["auto", "rank", "median"]
+TestName = Literal["auto", "rank", "welch", "median"]
 
 UNCHANGED: Final = 0
 BELOW_THRESHOLD: Final = 1
@@ -86,7 +86,7 @@ class TwoSampleComparison:
         tested functions; NaN for appeared and vanished functions.
     verdict : ndarray of int8
         Codes of :data:`TWO_SAMPLE_VERDICTS`.
-    test : {"rank", "median"}
+    test : {"rank", "welch", "median"}
         The test that gave the p-values (see :func:`compare_two`).
     """
 
@@ -97,7 +97,7 @@ class TwoSampleComparison:
     p_value: FloatArray
     q_value: FloatArray
     verdict: Int8Array
-    test: Literal["rank", "median"]
+    test: Literal["rank", "welch", "median"]
     fdr: float
     min_relative_change: float
     min_absolute_change: float
@@ -148,13 +148,16 @@ def compare_two(
     min_absolute_change : float, default 0
         Smallest ``|diff|`` reported, in the values' unit: keeps a change of a few
         clock ticks of a tiny function (3 → 4 µs is +33%) from being flagged.
-    test : {"auto", "rank", "median"}, default "auto"
+    test : {"auto", "rank", "welch", "median"}, default "auto"
         ``"rank"``: exact Mann–Whitney (:mod:`~deviations.stats.ranks`: exact without
         ties, exact permutation distribution given ties, normal approximation for large
-        samples). ``"median"``: the t test behind the difference interval,
-        ``diff / SE_d`` with Welch–Satterthwaite degrees of freedom. ``"auto"``: the rank
-        test when it can resolve a lone change (:func:`rank_test_resolves`), otherwise
-        the median test (few runs: 5 a side never reaches ``0.05 / 16``).
+        samples). ``"welch"``: Welch's t test of the means. ``"median"``: the t test
+        behind the medians' difference interval, ``diff / SE_d`` with Olive's standard
+        errors and Welch–Satterthwaite degrees of freedom. ``"auto"``: the rank test when
+        it can resolve a lone change (:func:`rank_test_resolves`), otherwise Welch's test
+        (few runs: 5 a side never reach ``0.05 / 16`` with ranks, and Olive's standard
+        error of a median of 5 runs is half their range, too wide to pass
+        Benjamini–Hochberg for less than a doubling; docs/statistics.md has the figures).
     direction : {"lower_is_better", "higher_is_better"}, default "lower_is_better"
         Whether a larger value is worse; decides regression against improvement only.
 
@@ -172,7 +175,9 @@ def compare_two(
     -----
     1. Medians and intervals per side (Olive 2005, ``intervals.median_ci_array``);
        ``diff`` and its interval as ``intervals.diff_ci_array``.
-    2. ``p_value`` of every function present on both sides, by ``test``.
+    2. ``p_value`` of every function present on both sides, by ``test``; Welch's is
+       :math:`t = (\bar b - \bar a) / \sqrt{s_a^2/n_a + s_b^2/n_b}` with
+       Welch–Satterthwaite degrees of freedom (Welch 1947).
     3. ``q_value``: Benjamini–Hochberg (1995) over those p-values.
     4. ``regression`` / ``improvement`` when ``q_value <= fdr``,
        ``|relative| >= min_relative_change`` and ``|diff| >= min_absolute_change``,
@@ -193,8 +198,8 @@ def compare_two(
         raise ValueError(f"fdr must lie strictly between 0 and 1, got {fdr}")
     if min_relative_change < 0 or min_absolute_change < 0:
         raise ValueError("minimal changes must be >= 0")
-    if test not in ("auto", "rank", "median"):
-        raise ValueError(f"unknown test {test!r}, expected auto, rank or median")
+    if test not in ("auto", "rank", "welch", "median"):
+        raise ValueError(f"unknown test {test!r}, expected auto, rank, welch or median")
     xa = _side(a, "a")
     xb = _side(b, "b")
     if xa.shape[0] != xb.shape[0]:
@@ -209,10 +214,10 @@ def compare_two(
     with np.errstate(invalid="ignore", divide="ignore"):
         relative = d.estimate / np.abs(ia.estimate)
     tested = int(np.count_nonzero(both))
-    chosen: Literal["rank", "median"]
+    chosen: Literal["rank", "welch", "median"]
     if test == "auto":
         resolves = rank_test_resolves(xa.shape[1], xb.shape[1], max(tested, 1), fdr)
-        chosen = "rank" if resolves else "median"
+        chosen = "rank" if resolves else "welch"
     else:
         chosen = test
     p = np.full(both.shape, np.nan)
@@ -220,6 +225,10 @@ def compare_two(
         if chosen == "rank":
             _, p_rank, _ = _mann_whitney_rows(xa[both], xb[both])
             p[both] = p_rank
+        elif chosen == "welch":
+            means = diff_ci_array(mean_ci_array(xa, confidence), mean_ci_array(xb, confidence),
+                                  confidence)
+            p[both] = _t_p_value(means)[both]
         else:
             p[both] = _t_p_value(d)[both]
     q = benjamini_hochberg(p)

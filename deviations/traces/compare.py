@@ -41,7 +41,7 @@ VERDICT_ORDER: Final = ("regression", "improvement", "appeared", "vanished",
 SORTS: Final = ("verdict", "change", "diff", "name", "p")
 SHOW: Final = ("all", "changed", *VERDICT_ORDER)
 """``changed``: regressions, improvements, appeared and vanished functions."""
-TESTS: Final = ("auto", "rank", "median")
+TESTS: Final = ("auto", "rank", "welch", "median")
 
 
 class CompareError(UserError):
@@ -136,7 +136,7 @@ def compare_releases(
     if metric not in ("self", "total"):
         raise CompareError(f"unknown metric {metric!r}: self or total")
     if test not in TESTS:
-        raise CompareError(f"unknown test {test!r}: auto, rank or median")
+        raise CompareError(f"unknown test {test!r}: auto, rank, welch or median")
     b_rel = _release(series, base, "base")
     n_rel = _release(series, new, "new")
     if b_rel.pk == n_rel.pk:

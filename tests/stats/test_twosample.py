@@ -70,7 +70,16 @@ def test_median_test_is_the_t_test_behind_the_difference_interval():
     np.testing.assert_allclose(result.p_value, ref, rtol=1e-9)
 
 
-def test_auto_uses_the_median_test_when_few_runs_cannot_pass_bh():
+def test_welch_p_values_match_scipy():
+    rng = np.random.default_rng(9)
+    a = rng.normal(100, 5, (6, 5))
+    b = rng.normal(106, 9, (6, 7))
+    result = compare_two(a, b, test="welch")
+    ref = [sps.ttest_ind(b[i], a[i], equal_var=False).pvalue for i in range(6)]
+    np.testing.assert_allclose(result.p_value, ref, rtol=1e-9)
+
+
+def test_auto_uses_welch_when_few_runs_cannot_pass_bh_with_ranks():
     # Five runs a side: the smallest exact p-value is 2/252, above 0.05/16.
     assert not rank_test_resolves(5, 5, 16, 0.05)
     assert rank_test_resolves(5, 5, 6, 0.05)
@@ -80,7 +89,7 @@ def test_auto_uses_the_median_test_when_few_runs_cannot_pass_bh():
     b = _lognormal(rng, 16, 5)
     b[3] *= 2.0
     result = compare_two(a, b)
-    assert result.test == "median"
+    assert result.test == "welch"
     assert _verdicts(result)[3] == "regression"
     assert _verdicts(result).count("regression") == 1
 

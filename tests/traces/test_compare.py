@@ -46,7 +46,7 @@ def test_demo_range_finds_the_planted_regression_and_nothing_else(demo_series: S
     assert paint["diff"] == pytest.approx(paint["new_median"] - paint["base_median"])
     assert paint["diff_lo"] > 0
     assert result.rows[0]["function"] == "Paint"  # regressions first
-    assert result.test == "median"  # 5 runs a side: too few for the rank test
+    assert result.test == "welch"  # 5 runs a side: too few for the rank test
     assert result.counts["regression"] == 1
 
 
@@ -131,7 +131,7 @@ def test_api_compare(client: Client, demo_series: Series) -> None:
     assert response.status_code == 200
     data = response.json()
     assert data["counts"]["regression"] == 1
-    assert data["test"] == "median"
+    assert data["test"] == "welch"
     assert changed(data["rows"]) == {"Paint": "regression"}
 
 

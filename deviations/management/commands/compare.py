@@ -30,9 +30,9 @@ class Command(base.Command):
                             help="self time or total time (default self)")
         parser.add_argument(
             "--test", choices=list(compare.TESTS), default="auto",
-            help="rank: exact Mann-Whitney; median: t test of the median difference; auto "
-            "(default): the rank test when the runs are enough for it to pass the "
-            "false-discovery control, else the median test",
+            help="rank: exact Mann-Whitney; welch: Welch's t test of the means; median: t "
+            "test of the median difference; auto (default): the rank test when the runs are "
+            "enough for it to pass the false-discovery control, else Welch's",
         )
         parser.add_argument(
             "--min-change", type=float, default=compare.MIN_CHANGE,
