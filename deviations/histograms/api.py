@@ -132,8 +132,7 @@ def list_annotations(request: HttpRequest, probe: str) -> list[dict[str, Any]]:
 def annotate_build(request: HttpRequest, body: BuildAnnotationIn) -> Status[dict[str, Any]]:
     """One line of at most 500 characters, e.g. "new bot"; the probe must have a histogram
     for the build (404 otherwise). 403: the probe belongs to others."""
-    note = notes.annotate_build(request.auth, _probe(body.probe), body.build_id,
-                                      body.text)
+    note = notes.annotate_build(request.auth, _probe(body.probe), body.build_id, body.text)
     return Status(201, notes.annotation_out(note))
 
 

@@ -113,7 +113,7 @@ def annotate_build(request: HttpRequest, probe_id: int) -> HttpResponse:
     probe = get_object_or_404(Probe, pk=probe_id)
     try:
         notes.annotate_build(request.user, probe, request.POST.get("build_id", ""),
-                                   request.POST.get("text", ""))
+                             request.POST.get("text", ""))
     except UserError as exc:
         return HttpResponse(exc.message, status=exc.status, content_type="text/plain")
     return redirect(probe.get_absolute_url() + "#annotations")

@@ -182,8 +182,10 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
                                               test=query.test)
         except compare.CompareError as exc:
             error, status = exc.message, exc.status
-    rows = compare.sort_rows(compare.filter_rows(result.rows, query.q, query.show), query.sort
-                             ) if result is not None else []
+    rows = []
+    if result is not None:
+        rows = compare.sort_rows(compare.filter_rows(result.rows, query.q, query.show),
+                                 query.sort)
     fmt = request.GET.get("format")
     if fmt in ("csv", "json"):
         if error:
