@@ -176,7 +176,8 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
     series = get_object_or_404(Series, name=name)
     query = compare.CompareQuery.from_params(request.GET)
     result, error, status = None, "", 200
-    if query.base or query.new:
+    fmt = request.GET.get("format")
+    if query.base or query.new or fmt in ("csv", "json"):
         try:
             result = compare.compare_releases(series, query.base, query.new, query.metric,
                                               test=query.test)
@@ -186,7 +187,6 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
     if result is not None:
         rows = compare.sort_rows(compare.filter_rows(result.rows, query.q, query.show),
                                  query.sort)
-    fmt = request.GET.get("format")
     if fmt in ("csv", "json"):
         if error:
             return HttpResponse(error, status=status, content_type="text/plain; charset=utf-8")

@@ -28,6 +28,7 @@ def test_note_on_a_release_shows_on_the_charts(page: Any) -> None:
     page.locator("#annotate-form button").click()
     page.locator("#annotations .annotation-text").wait_for()
     assert page.locator("#annotations .annotation-text").text_content() == "<i>new bot</i>"
+    page.screenshot(path=str(ARTIFACTS / "annotation-release.png"), full_page=True)
     page.goto(f"/series/{SERIES}/")
     page.locator("#matrix[data-rendered=true]").wait_for()
     label = page.locator("#matrix g.annotation").filter(has_text="new bot")

@@ -124,6 +124,7 @@ def test_bad_input_is_a_clear_4xx(client: Client, demo_series: Series) -> None:
         else:  # a missing query parameter: ninja's own 422
             assert api.status_code == 422
     assert client.get("/series/nope/compare/", {"base": BASE, "new": NEW}).status_code == 404
+    assert client.get(URL, {"format": "csv"}).status_code == 400  # an export needs both
 
 
 def test_api_compare(client: Client, demo_series: Series) -> None:
