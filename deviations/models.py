@@ -1,9 +1,9 @@
 """The app's models, one module per feature; Django registers the models imported here.
 
 - trace series, ``deviations.traces.models``: Series, Release, Function, Run, RunTimes,
-  SeriesAnalysis, AnalysisBlock;
+  SeriesAnalysis, AnalysisBlock, ReleaseAnnotation;
 - Telemetry histograms, ``deviations.histograms.models``: HistogramRuleDefaults, Probe,
-  HistogramSnapshot, HistogramChange;
+  HistogramSnapshot, HistogramChange, BuildAnnotation;
 - alerts, ``deviations.alerts.models``: Subscription, SentAlert;
 - API tokens, ``deviations.core.models``: ApiToken;
 - paired A/B runs, ``deviations.experiments.ab.models``: ABHost, ABRun, AAFloorRecord.
@@ -16,6 +16,7 @@ from deviations.alerts.models import SentAlert, Subscription
 from deviations.core.models import ApiToken
 from deviations.experiments.ab.models import AAFloorRecord, ABHost, ABRun
 from deviations.histograms.models import (
+    BuildAnnotation,
     HistogramChange,
     HistogramRuleDefaults,
     HistogramSnapshot,
@@ -25,6 +26,7 @@ from deviations.traces.models import (
     AnalysisBlock,
     Function,
     Release,
+    ReleaseAnnotation,
     Run,
     RunTimes,
     Series,
@@ -37,12 +39,14 @@ __all__ = [
     "ABRun",
     "AnalysisBlock",
     "ApiToken",
+    "BuildAnnotation",
     "Function",
     "HistogramChange",
     "HistogramRuleDefaults",
     "HistogramSnapshot",
     "Probe",
     "Release",
+    "ReleaseAnnotation",
     "Run",
     "RunTimes",
     "SentAlert",

@@ -74,3 +74,23 @@ class Ownership(models.Model):
     def save(self, *args: Any, **kwargs: Any) -> None:
         self.name_sha1 = name_digest(self.name)
         super().save(*args, **kwargs)
+
+
+class Annotation(models.Model):
+    """A note a user attaches to a point of a series ("switched to headless", "new bot").
+
+    Abstract: each feature keeps its own table whose rows go with what they annotate
+    (``traces.ReleaseAnnotation``, ``histograms.BuildAnnotation``); the rules (who may
+    write and delete, the text's limits, the chart marks) are ``deviations.core.annotations``.
+    """
+
+    text = models.CharField(max_length=500)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["created", "id"]

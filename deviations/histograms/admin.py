@@ -2,7 +2,12 @@
 
 from django.contrib import admin
 
-from deviations.histograms.models import HistogramChange, HistogramRuleDefaults, Probe
+from deviations.histograms.models import (
+    BuildAnnotation,
+    HistogramChange,
+    HistogramRuleDefaults,
+    Probe,
+)
 
 _RULE_FIELDSET = (
     "Change rule (blank: the global value, else the statistics default)",
@@ -36,3 +41,11 @@ class HistogramChangeAdmin(admin.ModelAdmin):
     readonly_fields = ["probe", "build_id", "previous_build_id", "distance", "cutoff", "kind",
                        "shift_buckets", "rule", "detected_at"]
     exclude = ["edges", "before", "after"]
+
+
+@admin.register(BuildAnnotation)
+class BuildAnnotationAdmin(admin.ModelAdmin):
+    list_display = ["probe", "build_id", "text", "author", "created"]
+    list_select_related = ["probe", "author"]
+    search_fields = ["text", "build_id"]
+    raw_id_fields = ["probe"]

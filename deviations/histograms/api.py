@@ -12,8 +12,10 @@ from ninja.files import UploadedFile
 
 from deviations.core.api import ErrorOut, TokenAuth
 from deviations.core.errors import UserError
+from deviations.core.packing import name_digest
+from deviations.histograms import annotations as notes
 from deviations.histograms import selectors, services
-from deviations.histograms.models import HistogramChange
+from deviations.histograms.models import BuildAnnotation, HistogramChange, Probe
 from ingest.services import check_upload_size, queue_detection, store_histogram_file
 
 router = Router(tags=["histograms"])
@@ -95,3 +97,52 @@ def triage(request: HttpRequest, change_id: int, body: TriageIn) -> Status[dict[
     change = get_object_or_404(HistogramChange.objects.select_related("probe"), pk=change_id)
     services.set_state(change, body.state, request.auth)
     return Status(200, selectors.change_out(change))
+
+
+class BuildAnnotationIn(Schema):
+    probe: str
+    build_id: str
+    text: str
+
+
+class BuildAnnotationOut(Schema):
+    id: int
+    probe: str
+    build_id: str
+    text: str
+    author: str | None
+    created: str
+
+
+def _probe(name: str) -> Probe:
+    return get_object_or_404(Probe, name_sha1=name_digest(name))
+
+
+@router.get("/annotations", response=list[BuildAnnotationOut],
+            summary="The notes on a probe's builds")
+def list_annotations(request: HttpRequest, probe: str) -> list[dict[str, Any]]:
+    return [notes.annotation_out(a) for a in notes.probe_annotations(_probe(probe))]
+
+
+@router.post(
+    "/annotations", auth=TokenAuth(),
+    response={201: BuildAnnotationOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut},
+    summary="Add a note to a build of a probe (shown on the probe's chart)",
+)
+def annotate_build(request: HttpRequest, body: BuildAnnotationIn) -> Status[dict[str, Any]]:
+    """One line of at most 500 characters, e.g. "new bot"; the probe must have a histogram
+    for the build (404 otherwise). 403: the probe belongs to others."""
+    note = notes.annotate_build(request.auth, _probe(body.probe), body.build_id, body.text)
+    return Status(201, notes.annotation_out(note))
+
+
+@router.delete(
+    "/annotations/{annotation_id}", auth=TokenAuth(),
+    response={200: BuildAnnotationOut, 403: ErrorOut},
+    summary="Delete a note (its author, an owner of the probe, or staff)",
+)
+def delete_annotation(request: HttpRequest, annotation_id: int) -> dict[str, Any]:
+    note = get_object_or_404(BuildAnnotation.objects.select_related("probe"), pk=annotation_id)
+    out = notes.annotation_out(note)
+    notes.delete_annotation(request.auth, note)
+    return out

@@ -17,6 +17,7 @@ from django.db import models
 from django.urls import reverse
 
 from deviations.core import versions
+from deviations.core.models import Annotation
 from deviations.core.packing import name_digest, unpack
 from deviations.histograms import rules
 from deviations.histograms.rules import RULE_CHOICES
@@ -220,3 +221,17 @@ class HistogramChange(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("histograms:probe", args=[self.probe_id]) + f"?build={self.build_id}"
+
+
+class BuildAnnotation(Annotation):
+    """A note on a build of a probe ("new bot"), shown on the probe's chart and page;
+    deleted with the probe."""
+
+    probe = models.ForeignKey(Probe, on_delete=models.CASCADE, related_name="annotations")
+    build_id = models.CharField(max_length=100)
+
+    class Meta(Annotation.Meta):
+        indexes = [models.Index(fields=["probe", "build_id"], name="build_annotation_build")]
+
+    def __str__(self) -> str:
+        return f"{self.probe.name} {self.build_id}: {self.text}"

@@ -16,4 +16,7 @@ urlpatterns = [
     path("unsubscribe/<str:token>/", alert_views.unsubscribe, name="unsubscribe"),
     path("confirm/<str:token>/", alert_views.confirm, name="confirm"),
     path("upload/", views.upload, name="upload"),
+    path("probes/<int:probe_id>/annotations/", views.annotate_build, name="annotate_build"),
+    path("annotations/<int:annotation_id>/delete/", views.delete_build_annotation,
+         name="delete_build_annotation"),
 ]

@@ -11,8 +11,9 @@ from django.views.decorators.http import require_POST
 
 from deviations.core.errors import TooLargeError, UserError
 from deviations.core.text import plotly_text
+from deviations.histograms import annotations as notes
 from deviations.histograms import charts, selectors, services
-from deviations.histograms.models import HistogramChange, Probe
+from deviations.histograms.models import BuildAnnotation, HistogramChange, Probe
 from ingest.services import (
     check_upload_size,
     queue_detection,
@@ -37,6 +38,8 @@ def probe_detail(request: HttpRequest, probe_id: int) -> HttpResponse:
     figure = charts.distance_figure(
         probe.name, scan, [(c.build_id, c.distance, c.get_kind_display()) for c in changes]
     )
+    probe_notes = notes.probe_annotations(probe)
+    notes.add_marks(figure, probe, list(scan["builds"]))
     builds, edges, shares = selectors.probe_histograms(probe, scan["builds"])
     histograms = {
         "builds": builds,
@@ -50,6 +53,7 @@ def probe_detail(request: HttpRequest, probe_id: int) -> HttpResponse:
     return render(request, "histograms/probe_detail.html", {
         "probe": probe, "changes": changes, "figure": figure, "histograms": histograms,
         "chosen": chosen, "states": HistogramChange.STATES, "scan": scan,
+        "annotations": probe_notes,
     })
 
 
@@ -100,3 +104,28 @@ def upload(request: HttpRequest) -> HttpResponse:
         if probe_ids:
             queue_detection(sorted(probe_ids))
     return render(request, "histograms/upload.html", {"results": results})
+
+
+@login_required
+@require_POST
+def annotate_build(request: HttpRequest, probe_id: int) -> HttpResponse:
+    """Add a note to a build of the probe (the probe page's form)."""
+    probe = get_object_or_404(Probe, pk=probe_id)
+    try:
+        notes.annotate_build(request.user, probe, request.POST.get("build_id", ""),
+                             request.POST.get("text", ""))
+    except UserError as exc:
+        return HttpResponse(exc.message, status=exc.status, content_type="text/plain")
+    return redirect(probe.get_absolute_url() + "#annotations")
+
+
+@login_required
+@require_POST
+def delete_build_annotation(request: HttpRequest, annotation_id: int) -> HttpResponse:
+    """Delete a note (its author, an owner of the probe, or staff)."""
+    note = get_object_or_404(BuildAnnotation.objects.select_related("probe"), pk=annotation_id)
+    try:
+        notes.delete_annotation(request.user, note)
+    except UserError as exc:
+        return HttpResponse(exc.message, status=exc.status, content_type="text/plain")
+    return redirect(note.probe.get_absolute_url() + "#annotations")

@@ -8,6 +8,8 @@ from here; the modules, one per concept, hold more:
   differences; vectorised forms over NaN-padded arrays;
 - ``releases``: the verdict between consecutive releases (seed 003's rule, ``paper``, and
   the ``recommended`` windowed rank rule), digressions, the whole matrix at once;
+- ``twosample``: any two releases compared per function (``compare_two``: medians, an
+  exact rank or median test, Benjamini–Hochberg over the functions, minimal changes);
 - ``multiple``: Benjamini–Hochberg and Holm;
 - ``ranks``: the exact Mann–Whitney distributions behind the recommended rule;
 - ``histograms``: Bhattacharyya and Hellinger distances, Mozilla's persistence rule and an
@@ -45,6 +47,7 @@ _EXPORTS = {
     "ComparisonMatrix": "releases",
     "compare": "releases",
     "compare_matrix": "releases",
+    "compare_two": "twosample",
     "benjamini_hochberg": "multiple",
     "holm": "multiple",
     "bhattacharyya": "histograms",

@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib import admin
 
 from deviations.traces import services
-from deviations.traces.models import Function, Release, Run, Series
+from deviations.traces.models import Function, Release, ReleaseAnnotation, Run, Series
 
 
 class _DeletesThroughServices:
@@ -51,3 +51,11 @@ class FunctionAdmin(admin.ModelAdmin):
     list_display = ["name", "series"]
     list_filter = ["series"]
     search_fields = ["name"]
+
+
+@admin.register(ReleaseAnnotation)
+class ReleaseAnnotationAdmin(admin.ModelAdmin):
+    list_display = ["release", "text", "author", "created"]
+    list_select_related = ["release__series", "author"]
+    search_fields = ["text", "release__version", "release__series__name"]
+    raw_id_fields = ["release"]

@@ -14,8 +14,9 @@ from deviations.core import access
 from deviations.core.api import ErrorOut, TokenAuth
 from deviations.core.errors import UserError
 from deviations.core.models import Ownership
-from deviations.traces import selectors, services
-from deviations.traces.models import Release, Run, Series
+from deviations.traces import annotations as notes
+from deviations.traces import compare, selectors, services
+from deviations.traces.models import Release, ReleaseAnnotation, Run, Series
 from ingest.services import ThreadOptions, check_upload_size, submit_uploads
 
 router = Router(tags=["traces"])
@@ -199,3 +200,108 @@ def delete_run(request: HttpRequest, run_id: int) -> dict[str, Any]:
     run = get_object_or_404(Run.objects.select_related("series"), pk=run_id)
     access.check_write(request.auth, Ownership.SERIES, [run.series.name])
     return _deleted(services.delete_run(run))
+
+
+class ComparisonRowOut(Schema):
+    function: str
+    function_id: int
+    verdict: str
+    base_median: float | None
+    base_lo: float | None
+    base_hi: float | None
+    new_median: float | None
+    new_lo: float | None
+    new_hi: float | None
+    diff: float | None
+    diff_lo: float | None
+    diff_hi: float | None
+    change_pct: float | None
+    p_value: float | None
+    q_value: float | None
+
+
+class ComparisonOut(Schema):
+    series: str
+    base: str
+    new: str
+    metric: str
+    runs_base: int
+    runs_new: int
+    test: str
+    fdr: float
+    min_change: float
+    min_change_us: float
+    counts: dict[str, int]
+    rows: list[ComparisonRowOut]
+
+
+@router.get(
+    "/series/{name}/compare", response={200: ComparisonOut, 400: ErrorOut, 404: ErrorOut},
+    summary="Compare any two releases of a series, function by function",
+)
+def compare_releases(
+    request: HttpRequest, name: str, base: str, new: str, metric: str = "self",
+    test: str = "auto",
+) -> dict[str, Any]:
+    """Per function: both medians with their 95% intervals (µs), `diff` = new − base with
+    its interval, `change_pct`, the p-value and its Benjamini–Hochberg q-value over all the
+    functions, and the verdict (`regression`, `improvement`, `appeared`, `vanished`,
+    `below_threshold`, `unchanged`). 404: an unknown series or release; 400: the same
+    release twice, or a release with fewer than two done runs."""
+    series = get_object_or_404(Series, name=name)
+    result = compare.compare_releases(series, base, new, metric, test=test)
+    return {
+        "series": series.name, "base": result.base.version, "new": result.new.version,
+        "metric": result.metric, "runs_base": result.runs_base, "runs_new": result.runs_new,
+        "test": result.test, "fdr": compare.FDR, "min_change": compare.MIN_CHANGE,
+        "min_change_us": compare.MIN_CHANGE_US, "counts": result.counts, "rows": result.rows,
+    }
+
+
+class AnnotationIn(Schema):
+    text: str
+
+
+class AnnotationOut(Schema):
+    id: int
+    series: str
+    release: str
+    text: str
+    author: str | None
+    created: str
+
+
+@router.get("/series/{name}/annotations", response=list[AnnotationOut],
+            summary="The notes on a series' releases, in release order")
+def list_annotations(request: HttpRequest, name: str) -> list[dict[str, Any]]:
+    series = get_object_or_404(Series, name=name)
+    return [notes.annotation_out(a) for a in notes.series_annotations(series)]
+
+
+@router.post(
+    "/series/{name}/releases/{version}/annotations", auth=TokenAuth(),
+    response={201: AnnotationOut, 400: ErrorOut, 403: ErrorOut},
+    summary="Add a note to a release (shown on the matrix and the function charts)",
+)
+def annotate_release(
+    request: HttpRequest, name: str, version: str, body: AnnotationIn
+) -> Status[dict[str, Any]]:
+    """One line of at most 500 characters, e.g. "switched to headless". 403: the series
+    belongs to others."""
+    release = get_object_or_404(Release.objects.select_related("series"), series__name=name,
+                                version=version)
+    note = notes.annotate_release(request.auth, release, body.text)
+    return Status(201, notes.annotation_out(note))
+
+
+@router.delete(
+    "/series/{name}/annotations/{annotation_id}", auth=TokenAuth(),
+    response={200: AnnotationOut, 403: ErrorOut},
+    summary="Delete a note (its author, an owner of the series, or staff)",
+)
+def delete_annotation(request: HttpRequest, name: str, annotation_id: int) -> dict[str, Any]:
+    note = get_object_or_404(ReleaseAnnotation.objects.select_related("release__series"),
+                             pk=annotation_id, release__series__name=name)
+    out = notes.annotation_out(note)
+    notes.delete_annotation(request.auth, note)
+    return out

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from deviations.core import packing, versions
 from deviations.core.forms import validated
+from deviations.core.models import Annotation
 
 
 def _validate_series_name(value: str) -> None:
@@ -273,3 +274,16 @@ class AnalysisBlock(models.Model):
     def __str__(self) -> str:
         return (f"{self.metric}/{self.estimator} of release {self.release_id}, rows "
                 f"{self.row_start}..{self.row_start + self.rows}")
+
+
+class ReleaseAnnotation(Annotation):
+    """A note on a release of a series ("switched to headless"), shown on the matrix, the
+    function charts and the release page; deleted with the release."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="annotations")
+
+    class Meta(Annotation.Meta):
+        indexes = [models.Index(fields=["release"], name="release_annotation_release")]
+
+    def __str__(self) -> str:
+        return f"{self.release}: {self.text}"

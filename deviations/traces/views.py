@@ -7,15 +7,20 @@ from collections.abc import Iterable
 from typing import Any
 
 import msgspec
+from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Max
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.http import require_POST
 
+from deviations.core.errors import UserError
 from deviations.core.tables import write_csv
-from deviations.traces import charts, selectors
+from deviations.core.text import plotly_text
+from deviations.traces import annotations as notes
+from deviations.traces import charts, compare, selectors
 from deviations.traces.matrix import MatrixQuery, cell_rows, matrix_slice
-from deviations.traces.models import Function, Release, Run, Series
+from deviations.traces.models import Function, Release, ReleaseAnnotation, Run, Series
 
 SERIES_FIELDS = ["series", "releases", "runs", "latest_from", "latest_to", "regressions",
                  "improvements"]
@@ -77,6 +82,7 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
             a["diff_lo"], a["diff_hi"], a["estimate"], a["lo"], a["hi"], a["digression"],
             urls, title=f"{query.metric} time, {query.estimator}, {query.rule} rule",
         )
+        notes.add_marks(figure, series, {v: plotly_text(v) for v in view.releases[1:]})
         table = [
             {"name": n, "url": u, "regressions": int(r), "improvements": int(i),
              "largest_gap": float(g)}
@@ -123,6 +129,7 @@ def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpRe
             samples=detail.samples, diff=detail.diff, gap=detail.gap,
             title=f"{function.name}: {query.metric} time, {query.rule} rule",
         )
+        notes.add_marks(figure, series, {v: r for r, v in enumerate(detail.releases)})
         if detail.narrowing is not None:
             n, est, lo, hi, label = detail.narrowing
             narrowing = charts.ci_narrowing(n, est, lo, hi, labels=[label],
@@ -162,3 +169,66 @@ def release_detail(request: HttpRequest, name: str, version: str) -> HttpRespons
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run.objects.select_related("series", "release"), pk=run_id)
     return render(request, "deviations/run_detail.html", {"run": run})
+
+
+def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
+    """Any two releases of the series, function by function (``?base=A&new=B``)."""
+    series = get_object_or_404(Series, name=name)
+    query = compare.CompareQuery.from_params(request.GET)
+    result, error, status = None, "", 200
+    fmt = request.GET.get("format")
+    if query.base or query.new or fmt in ("csv", "json"):
+        try:
+            result = compare.compare_releases(series, query.base, query.new, query.metric,
+                                              test=query.test)
+        except compare.CompareError as exc:
+            error, status = exc.message, exc.status
+    rows = []
+    if result is not None:
+        rows = compare.sort_rows(compare.filter_rows(result.rows, query.q, query.show),
+                                 query.sort)
+    if fmt in ("csv", "json"):
+        if error:
+            return HttpResponse(error, status=status, content_type="text/plain; charset=utf-8")
+        return _table_response(rows, compare.FIELDS, fmt,
+                               f"{series.name}-{query.base}-{query.new}")
+    context = {
+        "series": series, "query": query, "result": result, "rows": rows, "error": error,
+        "releases": selectors.releases_with_counts(series),
+        "fdr": compare.FDR, "min_change_pct": round(100 * compare.MIN_CHANGE),
+        "min_change_us": compare.MIN_CHANGE_US,
+        "shows": compare.SHOW, "sorts": compare.SORTS,
+        "permalink": request.path + ("?" + query.params() if query.params() else ""),
+        "export_csv": "?" + query.params(format="csv"),
+        "export_json": "?" + query.params(format="json"),
+        "sort_links": {s: "?" + query.params(sort=s) for s in compare.SORTS},
+        "swap": "?" + query.params(base=query.new, new=query.base),
+    }
+    return render(request, "deviations/compare.html", context, status=status)
+
+
+@login_required
+@require_POST
+def annotate_release(request: HttpRequest, name: str, version: str) -> HttpResponse:
+    """Add a note to a release (the release page's form)."""
+    release = get_object_or_404(
+        Release.objects.select_related("series"), series__name=name, version=version
+    )
+    try:
+        notes.annotate_release(request.user, release, request.POST.get("text", ""))
+    except UserError as exc:
+        return HttpResponse(exc.message, status=exc.status, content_type="text/plain")
+    return redirect(release.get_absolute_url() + "#annotations")
+
+
+@login_required
+@require_POST
+def delete_release_annotation(request: HttpRequest, name: str, annotation_id: int) -> HttpResponse:
+    """Delete a note (its author, an owner of the series, or staff)."""
+    note = get_object_or_404(ReleaseAnnotation.objects.select_related("release__series"),
+                             pk=annotation_id, release__series__name=name)
+    try:
+        notes.delete_annotation(request.user, note)
+    except UserError as exc:
+        return HttpResponse(exc.message, status=exc.status, content_type="text/plain")
+    return redirect(note.release.get_absolute_url() + "#annotations")

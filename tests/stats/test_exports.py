@@ -24,7 +24,7 @@ ROOT = STATS.parents[1]
 FUNCTIONS = [
     "median_ci", "mean_ci", "median_diff_ci", "mean_diff_ci", "compare", "compare_matrix",
     "bhattacharyya", "hellinger", "detect_changes", "paired_ci", "welch_ci", "holm",
-    "benjamini_hochberg",
+    "benjamini_hochberg", "compare_two",
 ]
 CLASSES = ["Interval", "IntervalArray", "Comparison", "ComparisonMatrix", "SequentialTest"]
 SUBMODULES = sorted(p.stem for p in STATS.glob("*.py") if p.stem != "__init__")

@@ -1,0 +1,61 @@
+"""python manage.py compare --series NAME --base A --new B [--format json|csv]"""
+
+from typing import Any
+
+from django.core.management.base import CommandError, CommandParser
+
+from deviations.management import base
+from deviations.management.output import write_rows
+from deviations.traces import compare
+from deviations.traces.models import Series
+
+
+class Command(base.Command):
+    help = (
+        "Compare any two releases of a series, function by function, and write one row per "
+        "function to standard output (microseconds): base and new, the verdict (regression, "
+        "improvement, appeared, vanished, below_threshold, unchanged), both medians with their "
+        "95%% intervals, diff = new - base with its interval, change_pct, the test's p-value "
+        "and its Benjamini-Hochberg q-value over all the functions. A regression or "
+        "improvement is significant at a false-discovery rate of 5%% and changes by at least "
+        "--min-change and --min-change-us. Exits non-zero when a release is unknown, the same "
+        "twice, or has fewer than two done runs."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--series", required=True)
+        parser.add_argument("--base", required=True, help="the earlier (reference) release")
+        parser.add_argument("--new", required=True, help="the later (candidate) release")
+        parser.add_argument("--metric", choices=["self", "total"], default="self",
+                            help="self time or total time (default self)")
+        parser.add_argument(
+            "--test", choices=list(compare.TESTS), default="auto",
+            help="rank: exact Mann-Whitney; welch: Welch's t test of the means; median: t "
+            "test of the median difference; auto (default): the rank test when the runs are "
+            "enough for it to pass the false-discovery control, else Welch's",
+        )
+        parser.add_argument(
+            "--min-change", type=float, default=compare.MIN_CHANGE,
+            help=f"smallest relative change flagged (default {compare.MIN_CHANGE}: 10%%)",
+        )
+        parser.add_argument(
+            "--min-change-us", type=float, default=compare.MIN_CHANGE_US,
+            help=f"smallest absolute change flagged, µs (default {compare.MIN_CHANGE_US})",
+        )
+        parser.add_argument("--format", choices=["json", "csv"], default="json")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        try:
+            series = Series.objects.get(name=opts["series"])
+        except Series.DoesNotExist as exc:
+            raise CommandError(f"no series named {opts['series']!r}") from exc
+        if opts["min_change"] < 0 or opts["min_change_us"] < 0:
+            raise CommandError("--min-change and --min-change-us must be >= 0")
+        try:
+            result = compare.compare_releases(
+                series, opts["base"], opts["new"], opts["metric"], test=opts["test"],
+                min_change=opts["min_change"], min_change_us=opts["min_change_us"],
+            )
+        except compare.CompareError as exc:
+            raise CommandError(exc.message) from exc
+        write_rows(self.stdout, result.rows, compare.FIELDS, opts["format"])

@@ -1,0 +1,221 @@
+"""Any two releases of a series compared function by function (a read: no writes here).
+
+The matrix judges consecutive releases from the stored analysis; a user whose culprit hides
+in a range compares two arbitrary releases, ``base`` and ``new``. That pair is not stored
+(there are R² of them): its runs are read (two releases, one row of packed times per run)
+and compared on demand by ``deviations.stats.twosample.compare_two`` — milliseconds for
+2,000 functions × 50 runs. Differences are new − base.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Final
+from urllib.parse import urlencode
+
+import numpy as np
+
+from deviations.core.errors import UserError
+from deviations.stats.intervals import MIN_RUNS
+from deviations.stats.twosample import TWO_SAMPLE_VERDICTS, compare_two
+from deviations.traces import selectors
+from deviations.traces.models import Release, Series
+
+MIN_CHANGE: Final = 0.10
+"""Smallest relative change (|new − base| / base) flagged: the recommended release rule's
+``min_relative_effect``. A series-level setting would replace it once series have one."""
+MIN_CHANGE_US: Final = 2.0
+"""Smallest absolute change (µs) flagged: Chrome's tracer counts whole microseconds, so a
+change of one or two ticks in a tiny function (3 → 4 µs is +33%) can be rounding alone."""
+FDR: Final = 0.05
+"""False-discovery rate of the Benjamini–Hochberg step over the comparison's functions."""
+
+FIELDS = ["function", "base", "new", "verdict", "base_median", "base_lo", "base_hi",
+          "new_median", "new_lo", "new_hi", "diff", "diff_lo", "diff_hi", "change_pct",
+          "p_value", "q_value"]
+"""Export columns (µs; ``change_pct`` = 100 (new − base) / base)."""
+
+VERDICT_ORDER: Final = ("regression", "improvement", "appeared", "vanished",
+                        "below_threshold", "unchanged")
+SORTS: Final = ("verdict", "change", "diff", "name", "p")
+SHOW: Final = ("all", "changed", *VERDICT_ORDER)
+"""``changed``: regressions, improvements, appeared and vanished functions."""
+TESTS: Final = ("auto", "rank", "welch", "median")
+
+
+class CompareError(UserError):
+    """A comparison that cannot be made: the message says why (HTTP 400, 404 unknown)."""
+
+    code = "compare"
+
+
+@dataclass(frozen=True)
+class CompareQuery:
+    """The compare page's controls; ``params()`` is its permalink's query string."""
+
+    base: str = ""
+    new: str = ""
+    metric: str = "self"
+    q: str = ""
+    show: str = "all"
+    sort: str = "verdict"
+    test: str = "auto"
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str]) -> CompareQuery:
+        """Controls from a query string; unknown choices fall back to the defaults."""
+        values: dict[str, Any] = {
+            "base": params.get("base", "").strip()[:100],
+            "new": params.get("new", "").strip()[:100],
+            "q": params.get("q", "")[:200],
+        }
+        for key, allowed in (("metric", ("self", "total")), ("show", SHOW),
+                             ("sort", SORTS), ("test", TESTS)):
+            if params.get(key) in allowed:
+                values[key] = params[key]
+        return cls(**values)
+
+    def params(self, **changes: Any) -> str:
+        """The non-default controls (with ``changes``) as a query string."""
+        current = replace(self, **{k: v for k, v in changes.items() if k != "format"})
+        default = CompareQuery()
+        pairs = [(k, getattr(current, k)) for k in ("base", "new", "metric", "q", "show",
+                                                    "sort", "test")
+                 if getattr(current, k) != getattr(default, k)]
+        if changes.get("format"):
+            pairs.append(("format", changes["format"]))
+        return urlencode(pairs)
+
+
+@dataclass(frozen=True)
+class ReleaseComparison:
+    """The comparison of ``base`` and ``new`` of a series, one row per function."""
+
+    series: Series
+    base: Release
+    new: Release
+    metric: str
+    runs_base: int
+    runs_new: int
+    test: str
+    rows: list[dict[str, Any]]  # every function, in FIELDS (+ function_id), sorted by verdict
+    counts: dict[str, int]
+
+    @property
+    def base_is_later(self) -> bool:
+        return (self.base.sort_key, self.base.pk) > (self.new.sort_key, self.new.pk)
+
+
+def _release(series: Series, version: str, side: str) -> Release:
+    if not version:
+        raise CompareError(f"choose the {side} release (?{side}=VERSION)")
+    try:
+        return series.releases.get(version=version)
+    except Release.DoesNotExist:
+        raise CompareError(f"series {series.name!r} has no release {version!r} ({side})",
+                           status=404) from None
+
+
+def _number(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def compare_releases(
+    series: Series, base: str, new: str, metric: str = "self", *, test: str = "auto",
+    min_change: float = MIN_CHANGE, min_change_us: float = MIN_CHANGE_US, fdr: float = FDR,
+) -> ReleaseComparison:
+    """Every function of two releases: medians, difference, test, verdict (µs).
+
+    Raises
+    ------
+    CompareError
+        A release that does not exist (404), the same release twice, a release with fewer
+        than two done runs (400).
+    """
+    if metric not in ("self", "total"):
+        raise CompareError(f"unknown metric {metric!r}: self or total")
+    if test not in TESTS:
+        raise CompareError(f"unknown test {test!r}: auto, rank, welch or median")
+    b_rel = _release(series, base, "base")
+    n_rel = _release(series, new, "new")
+    if b_rel.pk == n_rel.pk:
+        raise CompareError(f"base and new are the same release {base!r}: choose two releases")
+    sides = []
+    for release, side in ((b_rel, "base"), (n_rel, "new")):
+        ids, self_us, total_us, _, runs = selectors.release_times(release)
+        if len(runs) < MIN_RUNS:
+            raise CompareError(
+                f"release {release.version!r} ({side}) has {len(runs)} done run"
+                f"{'' if len(runs) == 1 else 's'}: a comparison needs at least {MIN_RUNS} "
+                "on each side"
+            )
+        sides.append((ids, self_us if metric == "self" else total_us, len(runs)))
+    function_ids = sorted(set(sides[0][0]) | set(sides[1][0]))
+    row = {fid: k for k, fid in enumerate(function_ids)}
+    matrices = []
+    for ids, values, n_runs in sides:
+        m = np.full((len(function_ids), n_runs), np.nan)
+        m[[row[i] for i in ids]] = values
+        matrices.append(m)
+    result = compare_two(matrices[0], matrices[1], fdr=fdr, min_relative_change=min_change,
+                         min_absolute_change=min_change_us, test=test)  # type: ignore[arg-type]
+    names = selectors.function_names(series)
+    rows = []
+    for k, fid in enumerate(function_ids):
+        rows.append({
+            "function": names[fid], "function_id": fid,
+            "base": b_rel.version, "new": n_rel.version,
+            "verdict": TWO_SAMPLE_VERDICTS[int(result.verdict[k])],
+            "base_median": _number(result.median_a.estimate[k]),
+            "base_lo": _number(result.median_a.lo[k]),
+            "base_hi": _number(result.median_a.hi[k]),
+            "new_median": _number(result.median_b.estimate[k]),
+            "new_lo": _number(result.median_b.lo[k]),
+            "new_hi": _number(result.median_b.hi[k]),
+            "diff": _number(result.diff.estimate[k]),
+            "diff_lo": _number(result.diff.lo[k]),
+            "diff_hi": _number(result.diff.hi[k]),
+            "change_pct": _number(100.0 * result.relative[k]),
+            "p_value": _number(result.p_value[k]),
+            "q_value": _number(result.q_value[k]),
+        })
+    rows = sort_rows(rows, "verdict")
+    counts = {v: 0 for v in VERDICT_ORDER}
+    for r in rows:
+        counts[r["verdict"]] += 1
+    return ReleaseComparison(series=series, base=b_rel, new=n_rel, metric=metric,
+                             runs_base=sides[0][2], runs_new=sides[1][2], test=result.test,
+                             rows=rows, counts=counts)
+
+
+def _magnitude(row: dict[str, Any]) -> float:
+    change = row["change_pct"]
+    return -abs(change) if change is not None else 0.0
+
+
+def sort_rows(rows: list[dict[str, Any]], sort: str) -> list[dict[str, Any]]:
+    """Rows in the page's order: by verdict (regressions first, then by |change|), by
+    |change %|, by |diff|, by name or by p-value."""
+    rank = {v: k for k, v in enumerate(VERDICT_ORDER)}
+    keys: dict[str, Any] = {
+        "verdict": lambda r: (rank[r["verdict"]], _magnitude(r), r["function"]),
+        "change": lambda r: (_magnitude(r), r["function"]),
+        "diff": lambda r: (-abs(r["diff"] or 0.0), r["function"]),
+        "name": lambda r: r["function"],
+        "p": lambda r: (r["p_value"] if r["p_value"] is not None else 2.0, r["function"]),
+    }
+    return sorted(rows, key=keys[sort])
+
+
+def filter_rows(rows: list[dict[str, Any]], q: str = "", show: str = "all") -> list[dict[str, Any]]:
+    """Rows whose function name contains ``q`` (case-insensitive) and whose verdict ``show``
+    selects (``changed``: regressions, improvements, appeared and vanished)."""
+    needle = q.lower()
+    changed = {"regression", "improvement", "appeared", "vanished"}
+    return [
+        r for r in rows
+        if needle in r["function"].lower()
+        and (show == "all" or r["verdict"] == show or (show == "changed"
+                                                       and r["verdict"] in changed))
+    ]

@@ -1,0 +1,180 @@
+"""Any two releases compared (deviations.traces.compare): the page, its exports, the API and
+the CLI, on the demo series (planted changes: deviations.traces.demo)."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import Client
+
+from deviations.management.commands.demo import SERIES
+from deviations.traces import compare, demo
+from deviations.traces.models import Release, Run, Series
+from ingest.services import ThreadOptions, get_release, ingest_local_file
+from tests.conftest import renderer_events
+
+pytestmark = pytest.mark.django_db
+
+URL = f"/series/{SERIES}/compare/"
+# Paint doubles at release 8; V8.ScriptCompiler is doubled over releases 4-7 only, Layout
+# improves at release 12: 3 → 9 holds the Paint regression and nothing else.
+BASE, NEW = demo.RELEASES[3], demo.RELEASES[9]
+
+
+@pytest.fixture
+def demo_series(django_db_blocker: Any) -> Series:
+    call_command("demo", "--runs", "5", stdout=io.StringIO(), stderr=io.StringIO())
+    return Series.objects.get(name=SERIES)
+
+
+def changed(rows: list[dict[str, Any]]) -> dict[str, str]:
+    return {r["function"]: r["verdict"] for r in rows
+            if r["verdict"] not in ("unchanged", "below_threshold")}
+
+
+def test_demo_range_finds_the_planted_regression_and_nothing_else(demo_series: Series) -> None:
+    result = compare.compare_releases(demo_series, BASE, NEW)
+    assert changed(result.rows) == {"Paint": "regression"}
+    paint = next(r for r in result.rows if r["function"] == "Paint")
+    assert paint["change_pct"] == pytest.approx(100, abs=25)  # ~2x
+    assert paint["diff"] == pytest.approx(paint["new_median"] - paint["base_median"])
+    assert paint["diff_lo"] > 0
+    assert result.rows[0]["function"] == "Paint"  # regressions first
+    assert result.test == "welch"  # 5 runs a side: too few for the rank test
+    assert result.counts["regression"] == 1
+
+
+def test_demo_boundary_finds_paint_and_the_end_of_the_digression(demo_series: Series) -> None:
+    result = compare.compare_releases(demo_series, demo.RELEASES[7], demo.RELEASES[8])
+    assert changed(result.rows) == {"Paint": "regression", "V8.ScriptCompiler": "improvement"}
+    layout = compare.compare_releases(demo_series, demo.RELEASES[10], demo.RELEASES[14])
+    assert changed(layout.rows) == {"Layout": "improvement"}
+
+
+def test_compare_page_sorts_filters_and_exports(client: Client, demo_series: Series) -> None:
+    response = client.get(URL, {"base": BASE, "new": NEW})
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "1 regression" in body
+    assert 'class="verdict-regression"' in body
+    only = client.get(URL, {"base": BASE, "new": NEW, "show": "regression"}).content.decode()
+    assert "Paint" in only
+    assert "Layout" not in only
+    named = client.get(URL, {"base": BASE, "new": NEW, "q": "lay", "sort": "name"})
+    assert "Layout" in named.content.decode()
+    assert "Paint<" not in named.content.decode()
+    data = client.get(URL, {"base": BASE, "new": NEW, "format": "json"}).json()
+    assert changed(data) == {"Paint": "regression"}
+    assert {r["base"] for r in data} == {BASE}
+    text = client.get(URL, {"base": BASE, "new": NEW, "format": "csv",
+                            "show": "changed"}).content.decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [r["function"] for r in rows] == ["Paint"]
+    assert list(rows[0]) == compare.FIELDS
+    by_name = client.get(URL, {"base": BASE, "new": NEW, "format": "json", "sort": "name"})
+    names = [r["function"] for r in by_name.json()]
+    assert names == sorted(names)
+
+
+def test_compare_page_without_releases_shows_the_form(client: Client, demo_series) -> None:
+    response = client.get(URL)
+    assert response.status_code == 200
+    assert b'id="compare-form"' in response.content
+
+
+def test_release_page_and_matrix_link_to_compare(client: Client, demo_series) -> None:
+    release = client.get(f"/series/{SERIES}/releases/{NEW}/").content.decode()
+    assert f"/series/{SERIES}/compare/" in release
+    assert f'name="new" value="{NEW}"' in release
+    matrix = client.get(f"/series/{SERIES}/").content.decode()
+    assert f"/series/{SERIES}/compare/" in matrix
+
+
+def _bad_cases(series: Series) -> list[tuple[dict[str, str], int, str]]:
+    empty = Release.objects.create(series=series, version="99.0")
+    one = series.releases.get(version=demo.RELEASES[0])
+    runs = Run.objects.filter(release=one)
+    runs.exclude(pk=runs.first().pk).delete()
+    return [
+        ({"base": "1.2.3", "new": NEW}, 404, "has no release '1.2.3'"),
+        ({"base": NEW, "new": NEW}, 400, "the same release"),
+        ({"base": BASE, "new": empty.version}, 400, "'99.0' (new) has 0 done runs"),
+        ({"base": one.version, "new": NEW}, 400, f"{one.version!r} (base) has 1 done run:"),
+        ({"base": BASE}, 400, "choose the new release"),
+    ]
+
+
+def test_bad_input_is_a_clear_4xx(client: Client, demo_series: Series) -> None:
+    for params, status, message in _bad_cases(demo_series):
+        page = client.get(URL, params)
+        assert page.status_code == status, params
+        assert message in html.unescape(page.content.decode())
+        exported = client.get(URL, {**params, "format": "csv"})
+        assert exported.status_code == status
+        api = client.get(f"/api/series/{SERIES}/compare", params)
+        if "new" in params:
+            assert api.status_code == status, params
+            assert message in api.json()["detail"]
+        else:  # a missing query parameter: ninja's own 422
+            assert api.status_code == 422
+    assert client.get("/series/nope/compare/", {"base": BASE, "new": NEW}).status_code == 404
+    assert client.get(URL, {"format": "csv"}).status_code == 400  # an export needs both
+
+
+def test_api_compare(client: Client, demo_series: Series) -> None:
+    response = client.get(f"/api/series/{SERIES}/compare", {"base": BASE, "new": NEW})
+    assert response.status_code == 200
+    data = response.json()
+    assert data["counts"]["regression"] == 1
+    assert data["test"] == "welch"
+    assert changed(data["rows"]) == {"Paint": "regression"}
+
+
+def test_cli_compare_json_and_csv(demo_series: Series) -> None:
+    out = io.StringIO()
+    call_command("compare", "--series", SERIES, "--base", BASE, "--new", NEW, stdout=out)
+    rows = json.loads(out.getvalue())
+    assert changed(rows) == {"Paint": "regression"}
+    out = io.StringIO()
+    call_command("compare", "--series", SERIES, "--base", BASE, "--new", NEW,
+                 "--format", "csv", "--metric", "total", stdout=out)
+    table = list(csv.DictReader(io.StringIO(out.getvalue())))
+    assert {r["new"] for r in table} == {NEW}
+    assert len(table) == len(rows)
+    loose = io.StringIO()
+    call_command("compare", "--series", SERIES, "--base", BASE, "--new", NEW,
+                 "--min-change", "0", "--min-change-us", "0", stdout=loose)
+    assert "Paint" in changed(json.loads(loose.getvalue()))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--series", "nope", "--base", "a", "--new", "b"], "no series named 'nope'"),
+        (["--series", SERIES, "--base", "1.2.3", "--new", NEW], "has no release '1.2.3'"),
+        (["--series", SERIES, "--base", NEW, "--new", NEW], "the same release"),
+    ],
+)
+def test_cli_compare_errors(demo_series: Series, args: list[str], message: str) -> None:
+    with pytest.raises(CommandError, match=message):
+        call_command("compare", *args, stdout=io.StringIO())
+
+
+def test_appeared_and_vanished_are_never_regressions(write_trace) -> None:
+    def add(version: str, names: list[str], k: int) -> None:
+        events = renderer_events([(name, 5000 * j, 1000 + 10 * k) for j, name in
+                                  enumerate(names)])
+        path = write_trace(f"{version}-{k}.json", events)
+        ingest_local_file(get_release("s", version), path, ThreadOptions())
+
+    for k in range(3):
+        add("1.0", ["Kept", "Gone"], k)
+        add("2.0", ["Kept", "New"], k)
+    result = compare.compare_releases(Series.objects.get(name="s"), "1.0", "2.0")
+    assert changed(result.rows) == {"Gone": "vanished", "New": "appeared"}
