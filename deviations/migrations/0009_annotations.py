@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('deviations', '0007_access'),
+        ('deviations', '0008_ab'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
