@@ -34,8 +34,10 @@ def probe_detail(request: HttpRequest, probe_id: int) -> HttpResponse:
     probe = get_object_or_404(Probe, pk=probe_id)
     changes = list(probe.changes.select_related("state_by").order_by("sort_key"))
     scan = probe.scan or {"builds": [], "distance": [], "cutoff": [], "reason": []}
+    held_back = selectors.held_back(scan, {c.build_id for c in changes})
     figure = charts.distance_figure(
-        probe.name, scan, [(c.build_id, c.distance, c.get_kind_display()) for c in changes]
+        probe.name, scan, [(c.build_id, c.distance, c.get_kind_display()) for c in changes],
+        held_back,
     )
     builds, edges, shares = selectors.probe_histograms(probe, scan["builds"])
     histograms = {
@@ -50,6 +52,7 @@ def probe_detail(request: HttpRequest, probe_id: int) -> HttpResponse:
     return render(request, "histograms/probe_detail.html", {
         "probe": probe, "changes": changes, "figure": figure, "histograms": histograms,
         "chosen": chosen, "states": HistogramChange.STATES, "scan": scan,
+        "held_back": held_back,
     })
 
 

@@ -15,4 +15,5 @@ urlpatterns = [
     ),
     path("series/<str:name>/releases/<str:version>/", views.release_detail, name="release"),
     path("runs/<int:run_id>/", views.run_detail, name="run"),
+    path("runs/<int:run_id>/file", views.run_file, name="run_file"),
 ]

@@ -7,12 +7,21 @@
     const source = document.getElementById(div.dataset.figure);
     if (!source) continue;
     const figure = JSON.parse(source.textContent);
+    // A figure of a given height (the matrix follows its rows) takes exactly that room.
+    if (figure.layout.height) div.style.minHeight = figure.layout.height + "px";
     Plotly.newPlot(div, figure.data, figure.layout, { responsive: true, displaylogo: false })
       .then(function () { div.dataset.rendered = "true"; });
     div.on("plotly_click", function (event) {
       const point = event.points && event.points[0];
-      const url = point && Array.isArray(point.customdata) ? point.customdata[0] : null;
-      if (typeof url === "string" && url.startsWith("/")) window.location.assign(url);
+      let url = point && Array.isArray(point.customdata) ? point.customdata[0] : null;
+      if (typeof url !== "string" || !url.startsWith("/")) return;
+      // data-click-param="at": the page opened learns the point's x (the matrix: the
+      // release whose cell was clicked, highlighted there).
+      const param = div.dataset.clickParam;
+      if (param && point.x != null) {
+        url += (url.includes("?") ? "&" : "?") + param + "=" + encodeURIComponent(point.x);
+      }
+      window.location.assign(url);
     });
   }
 })();
