@@ -310,10 +310,13 @@ def deviation_matrix(
         # page of functions at a time, 20 px a row.
         "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": fnames,
                   "tickmode": "array", "tickvals": fnames, "ticktext": _texts(labels),
-                  "autorange": "reversed",
+                  # A fixed range, first function on top, half a row more than the rows
+                  # at each end (autorange would pad it for the largest triangle and
+                  # squeeze the rows).
+                  "range": [n_f, -1], "autorange": False,
                   "automargin": True, "showgrid": False},
         "hovermode": "closest",
-        "height": int(min(MATRIX_TOP_PX + bottom + ROW_PX * max(n_f, 1), MAX_HEIGHT_PX)),
+        "height": int(min(MATRIX_TOP_PX + bottom + ROW_PX * (n_f + 1), MAX_HEIGHT_PX)),
         "margin": {"t": MATRIX_TOP_PX, "b": bottom, "r": 20},
         # Legend symbols at one size: the regression triangle's size is the first
         # regression's, otherwise (often the smallest).
