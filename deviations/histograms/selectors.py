@@ -73,6 +73,8 @@ HELD_BACK_REASONS = {
     "later build has too little data": "a later build has too little data to confirm it",
     "too few past builds": "too few usable past builds to compare with",
     "too little data": "this build has too little data",
+    "below cutoff": "below the cutoff against the past builds the rule compares with, "
+                    "which need not include the build just before",
 }
 """Why a build above the cutoff is not a change, in words (reasons of
 ``deviations.stats.histograms.detect_changes``)."""
