@@ -147,3 +147,12 @@ def test_unit_for() -> None:
     assert charts.unit_for([1000.0, 2000.0, float("nan")]) == "ms"
     assert charts.unit_for([]) == "us"
 
+
+
+def test_release_page_uses_one_unit(client: Client, tmp_path) -> None:
+    two_releases(tmp_path, (4000, 9000))
+    html = client.get("/series/small/releases/1.1/").content.decode()
+    assert "Diff (ms) [95% CI]" in html
+    assert "Self (ms)" in html
+    assert "µs" not in html
+    assert '<td class="num">5.000 [' in html  # 9,001 - 4,001 µs
