@@ -21,10 +21,13 @@ def _clean(values: list[float | None]) -> list[float | None]:
 
 
 def distance_figure(
-    probe_name: str, scan: dict[str, Any], changes: list[tuple[str, float, str]]
+    probe_name: str, scan: dict[str, Any], changes: list[tuple[str, float, str]],
+    held_back: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The Hellinger distance of each build to its previous usable build, the cutoff the
-    rule held it to, and a marker per detected change ``(build_id, distance, kind)``."""
+    rule held it to, a marker per detected change ``(build_id, distance, kind)`` and an
+    open one per build above the cutoff that the rule did not report (``held_back``:
+    ``build_id``, ``distance``, ``explanation``), whose hover says why."""
     builds = list(scan.get("builds", []))
     reasons = list(scan.get("reason", [""] * len(builds)))
     data: list[dict[str, Any]] = [
@@ -51,13 +54,26 @@ def distance_figure(
             "hovertemplate": "change at %{x}<br>%{customdata}, distance %{y:.4f}"
                              "<extra></extra>",
         })
+    if held_back:
+        data.append({
+            "type": "scatter", "mode": "markers", "name": "above cutoff, not reported",
+            "x": [h["build_id"] for h in held_back], "y": [h["distance"] for h in held_back],
+            "customdata": [h["explanation"] for h in held_back],
+            "marker": {"size": 13, "symbol": "circle-open", "color": "#E69F00",
+                       "line": {"width": 2}},
+            "hovertemplate": "build %{x}: above the cutoff, not reported<br>%{customdata}"
+                             "<extra></extra>",
+        })
     return {
         "data": data,
         "layout": {
             "title": {"text": plotly_text(f"{probe_name}: distance to the previous build")},
-            "xaxis": {"title": {"text": "build id"}, "type": "category"},
-            "yaxis": {"title": {"text": "Hellinger distance"}, "rangemode": "tozero"},
-            "hovermode": "closest", "margin": {"t": 50, "l": 60, "r": 20, "b": 90},
+            # Slanted build ids, the margin grown to hold them below the axis title.
+            "xaxis": {"title": {"text": "build id", "standoff": 12}, "type": "category",
+                      "tickangle": -45, "automargin": True},
+            "yaxis": {"title": {"text": "Hellinger distance"}, "rangemode": "tozero",
+                      "automargin": True},
+            "hovermode": "closest", "margin": {"t": 50, "l": 60, "r": 20, "b": 40},
             "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1,
                        "xanchor": "right"},
         },

@@ -63,3 +63,31 @@ def probe_histograms(probe: Probe, builds: list[str]) -> tuple[list[str], Any, l
         shares.append([round(float(v) / total, 6) if total > 0 else 0.0 for v in c])
         edges = unpack(e)
     return ids, edges, shares
+
+
+HELD_BACK_REASONS = {
+    "not persistent": "held back by the persistence rule: the later builds did not stay "
+                      "that far from the past ones",
+    "past unstable": "the past builds vary too much among themselves to tell",
+    "awaiting later builds": "waiting for the later builds that must confirm it",
+    "later build has too little data": "a later build has too little data to confirm it",
+    "too few past builds": "too few usable past builds to compare with",
+    "too little data": "this build has too little data",
+    "below cutoff": "below the cutoff against the past builds the rule compares with, "
+                    "which need not include the build just before",
+}
+"""Why a build above the cutoff is not a change, in words (reasons of
+``deviations.stats.histograms.detect_changes``)."""
+
+
+def held_back(scan: dict[str, Any], changed: set[str]) -> list[dict[str, Any]]:
+    """The builds whose distance is above their cutoff but that are not a change, each with
+    the rule's reason: the points of the chart above the dashed line with no alert."""
+    rows = []
+    for build, d, c, reason in zip(scan.get("builds", []), scan.get("distance", []),
+                                   scan.get("cutoff", []), scan.get("reason", []), strict=False):
+        if d is None or c is None or d <= c or build in changed or reason == "change":
+            continue
+        rows.append({"build_id": build, "distance": d, "cutoff": c, "reason": reason,
+                     "explanation": HELD_BACK_REASONS.get(reason, reason)})
+    return rows

@@ -35,8 +35,10 @@ def probe_detail(request: HttpRequest, probe_id: int) -> HttpResponse:
     probe = get_object_or_404(Probe, pk=probe_id)
     changes = list(probe.changes.select_related("state_by").order_by("sort_key"))
     scan = probe.scan or {"builds": [], "distance": [], "cutoff": [], "reason": []}
+    held_back = selectors.held_back(scan, {c.build_id for c in changes})
     figure = charts.distance_figure(
-        probe.name, scan, [(c.build_id, c.distance, c.get_kind_display()) for c in changes]
+        probe.name, scan, [(c.build_id, c.distance, c.get_kind_display()) for c in changes],
+        held_back,
     )
     probe_notes = notes.probe_annotations(probe)
     notes.add_marks(figure, probe, list(scan["builds"]))
@@ -54,6 +56,7 @@ def probe_detail(request: HttpRequest, probe_id: int) -> HttpResponse:
         "probe": probe, "changes": changes, "figure": figure, "histograms": histograms,
         "chosen": chosen, "states": HistogramChange.STATES, "scan": scan,
         "annotations": probe_notes,
+        "held_back": held_back,
     })
 
 

@@ -22,6 +22,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from deviations.core import staticfinders
+from deviations.traces.charts import US_PER_UNIT
 
 register = template.Library()
 
@@ -53,3 +54,15 @@ def verdict_label(verdict: str | None) -> str:
 def plotly_script(*figures: Mapping[str, Any] | None) -> SafeString:
     return format_html('<script defer src="{}"></script>',
                        static(staticfinders.bundle_for(figures)))
+
+
+_DECIMALS = {"us": 1, "ms": 3, "s": 6}
+
+
+@register.filter
+def in_unit(value_us: float | None, unit: str) -> str:
+    """A time stored in µs, in the page's unit (``charts.unit_for``): the table then reads
+    in the unit of the chart beside it."""
+    if value_us is None:
+        return ""
+    return f"{value_us / US_PER_UNIT[unit]:.{_DECIMALS[unit]}f}"

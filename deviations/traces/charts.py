@@ -37,7 +37,7 @@ from deviations.stats.releases import (
 
 __all__ = ["MATRIX_CUSTOMDATA", "ci_narrowing", "deviation_matrix",
            "function_cis",
-           "marker_size", "plotly_text"]
+           "marker_size", "plotly_text", "unit_for"]
 
 Figure = dict[str, Any]
 Unit = Literal["us", "ms", "s"]
@@ -54,6 +54,7 @@ NONSIGNIFICANT_COLOR: Final = "#D0D0D0"
 DIGRESSION_COLOR: Final = "#000000"
 MEDIAN_COLOR: Final = "#333333"
 MEAN_COLOR: Final = "#A0A0A0"
+HIGHLIGHT_COLOR: Final = "#F0E442"  # Okabe–Ito yellow
 
 SIZE_MIN: Final = 7.0
 SIZE_MAX: Final = 22.0
@@ -112,6 +113,16 @@ def _shape(name: str, a: npt.ArrayLike, shape: tuple[int, ...], dtype: Any = np.
     return x
 
 
+def unit_for(times_us: npt.ArrayLike) -> Unit:
+    """The unit a page shows these times in: ms when their median is 1 ms or more, else µs.
+
+    One unit per page (chart, table and hover alike), picked once from the page's values.
+    """
+    x = np.asarray(times_us, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    return "ms" if x.size and float(np.median(np.abs(x))) >= US_PER_UNIT["ms"] else "us"
+
+
 def marker_size(gap: npt.ArrayLike, estimate: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Triangle diameter (px) of a deviation: area linear in the relative gap.
 
@@ -146,6 +157,10 @@ _KINDS: Final = (
 )
 _OVERLAP_SIZE: Final = {SIGNIFICANT_OVERLAP: 5, NONSIGNIFICANT_OVERLAP: 4}
 ROW_PX: Final = 20
+MATRIX_TOP_PX: Final = 90
+"""Room above the rows: the title and the legend."""
+LABEL_CHARS: Final = 36
+"""Longest function name a row label shows whole."""
 MAX_HEIGHT_PX: Final = 8_000
 AUTO_MAX_SQUARES: Final = 3_000
 """Most non-significant squares ``show="auto"`` draws.
@@ -165,6 +180,7 @@ def deviation_matrix(
     estimate: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike, digression: npt.ArrayLike,
     function_urls: Sequence[str] | None = None, *, title: str = "Deviation matrix",
     show: Literal["auto", "all", "deviations"] = "auto", unit: Unit = "ms",
+    release_urls: Sequence[str] | None = None,
 ) -> Figure:
     """The deviation matrix of seed 003, Figure 9: functions × consecutive release pairs.
 
@@ -185,6 +201,8 @@ def deviation_matrix(
         ``"deviations"`` leaves out the non-significant overlaps (most cells of a large
         matrix and most of the payload; a subtitle says so). ``"auto"`` does so only
         above :data:`AUTO_MAX_SQUARES` of them.
+    release_urls : sequence of str, length R, optional
+        Relative or http(s) URL of each release's page: its tick label links there.
 
     Notes
     -----
@@ -267,21 +285,43 @@ def deviation_matrix(
                    "line": {"width": 1.5}},
     })
     text = plotly_text(title)
+    ticks = rnames[1:]
+    if release_urls is not None:
+        if len(release_urls) != n_r:
+            raise ValueError(f"release_urls must have {n_r} entries, got {len(release_urls)}")
+        ticks = [f'<a href="{plotly_text(_check_url(u))}" target="_self">{r}</a>'
+                 for u, r in zip(release_urls[1:], ticks, strict=True)]
+    # The height follows the rows (ROW_PX each) plus room for the title and legend and for
+    # the slanted release labels (~7 px a character at 45°, then the axis title), so that
+    # two rows are ROW_PX apart as a hundred are, not spread over a fixed minimum height.
+    bottom = int(7 * max(len(r) for r in releases) * 0.71 + 45)
+    # Long names (source paths) would take a quarter of the width: the label keeps their
+    # end, the hover the whole name.
+    labels = [n if len(n) <= LABEL_CHARS else "…" + n[-(LABEL_CHARS - 1):] for n in functions]
     if show == "deviations":
         text += " (non-significant overlaps not shown)"
     layout = {
         "title": {"text": text},
         "xaxis": {"type": "category", "categoryorder": "array", "categoryarray": rnames[1:],
+                  "tickmode": "array", "tickvals": rnames[1:], "ticktext": ticks,
                   "title": {"text": "release (compared with the one before)"},
                   "tickangle": -45, "automargin": True, "showgrid": False},
         # Every row labelled (Plotly thins category ticks otherwise): the page shows a
         # page of functions at a time, 20 px a row.
         "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": fnames,
-                  "tickmode": "array", "tickvals": fnames, "autorange": "reversed",
+                  "tickmode": "array", "tickvals": fnames, "ticktext": _texts(labels),
+                  # A fixed range, first function on top, half a row more than the rows
+                  # at each end (autorange would pad it for the largest triangle and
+                  # squeeze the rows).
+                  "range": [n_f, -1], "autorange": False,
                   "automargin": True, "showgrid": False},
         "hovermode": "closest",
-        "height": int(np.clip(200 + ROW_PX * n_f, 360, MAX_HEIGHT_PX)),
-        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
+        "height": int(min(MATRIX_TOP_PX + bottom + ROW_PX * (n_f + 1), MAX_HEIGHT_PX)),
+        "margin": {"t": MATRIX_TOP_PX, "b": bottom, "r": 20},
+        # Legend symbols at one size: the regression triangle's size is the first
+        # regression's, otherwise (often the smallest).
+        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom",
+                   "itemsizing": "constant"},
         "plot_bgcolor": "#FFFFFF",
     }
     return {"data": data, "layout": layout}
@@ -325,7 +365,7 @@ def function_cis(
     mean: _Intervals | Sequence[npt.ArrayLike], verdict: npt.ArrayLike,
     digression: npt.ArrayLike, *, unit: Unit = "ms",
     samples: Sequence[Sequence[float]] | None = None, diff: npt.ArrayLike | None = None,
-    gap: npt.ArrayLike | None = None, title: str = "",
+    gap: npt.ArrayLike | None = None, title: str = "", highlight: str | None = None,
 ) -> Figure:
     """One function's CIs across releases: seed 003, Figures 6–8.
 
@@ -342,7 +382,8 @@ def function_cis(
     blue: improvement) and puts a triangle (up / down) on top of ``b``'s median CI
     whose hover gives the verdict, difference and gap; a black outline marks the
     start of a digression. With ``samples``, the runs appear as a strip left of the
-    median, spread by a deterministic low-discrepancy jitter.
+    median, spread by a deterministic low-discrepancy jitter. ``highlight`` (a release
+    name, e.g. the matrix cell clicked to come here) outlines that release's slot.
     """
     n_r = len(releases)
     med, mea = _eli("median", median, n_r), _eli("mean", mean, n_r)
@@ -403,6 +444,12 @@ def function_cis(
         shapes += [{"type": "rect", "xref": "x", "yref": "paper", "x0": p, "x1": p + 1,
                     "y0": 0, "y1": 1, "fillcolor": color, "opacity": 0.08, "line": {"width": 0},
                     "layer": "below"} for p in pi.tolist()]
+    if highlight in releases:
+        k = list(releases).index(highlight)
+        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": k - 0.5,
+                       "x1": k + 0.5, "y0": 0, "y1": 1, "fillcolor": HIGHLIGHT_COLOR,
+                       "opacity": 0.25, "line": {"color": "#B8860B", "width": 1.5},
+                       "layer": "below", "name": "highlight"})
     layout = {
         "title": {"text": plotly_text(title)}, "xaxis": _release_axis(rnames),
         "yaxis": {"title": {"text": f"time ({ul})"}}, "shapes": shapes, "hovermode": "closest",
@@ -467,8 +514,11 @@ def ci_narrowing(
         "xaxis": {"tickmode": "array", "tickvals": list(range(n.size)), "anchor": "y2",
                   "ticktext": [f"{m} runs" for m in n.tolist()], "zeroline": False,
                   "range": [-0.6, n.size - 0.4]},
-        "yaxis": {"domain": [0.35, 1.0], "title": {"text": f"estimate, CI ({ul})"}},
-        "yaxis2": {"domain": [0.0, 0.25], "title": {"text": f"CI width ({ul})"},
+        # Panels tall enough for their titles (each title stays beside its own panel),
+        # the lower one a third of the height.
+        "height": 560,
+        "yaxis": {"domain": [0.48, 1.0], "title": {"text": f"estimate, CI ({ul})"}},
+        "yaxis2": {"domain": [0.0, 0.36], "title": {"text": f"CI width ({ul})"},
                    "rangemode": "tozero"},
         "hovermode": "closest",
         "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},

@@ -151,3 +151,20 @@ def matrix_slice(series: Series, query: MatrixQuery) -> MatrixSlice | None:
 def cell_rows(view: MatrixSlice) -> Iterator[dict[str, Any]]:
     """The shown cells with a verdict, as export rows (µs; DESIGN's deviations fields)."""
     return selectors.deviation_cells(view.function_names, view.releases, view.arrays)
+
+
+def range_problem(query: MatrixQuery, versions: list[str]) -> str:
+    """Why the From/to range cannot be shown as asked, or "" (``versions``: the series'
+    releases in order). The matrix then shows every release, and the page says so."""
+    if not query.first or not query.last:
+        return ""
+    if query.first not in versions or query.last not in versions:
+        return ""
+    i, j = versions.index(query.first), versions.index(query.last)
+    if i > j:
+        return (f"From {query.first} comes after to {query.last}: swap them to see that "
+                "range. Showing every release.")
+    if i == j:
+        return (f"From and to are both {query.first}: a range needs two releases. "
+                "Showing every release.")
+    return ""

@@ -358,3 +358,42 @@ def release_changes(release: Release, metric: str, estimator: str, rule: str) ->
         "regressions": [r for r in rows if r["verdict"] == "regression"][:50],
         "improvements": [r for r in rows if r["verdict"] == "improvement"][:50],
     }
+
+
+SUMMARY_LABELS = {
+    "events": "Events read",
+    "slices": "Slices timed (function calls)",
+    "selected_threads": "Threads timed",
+    "ignored_phases": "Events of other phases, ignored",
+    "unmatched_end": "E events without a B",
+    "unclosed_begin": "B events never closed",
+    "x_without_dur": "X events without a duration",
+    "x_unfinished": "X events still running when tracing stopped",
+    "clipped_overlaps": "Overlapping slices, clipped",
+    "end_name_mismatches": "E events naming another slice than their B",
+    "shortened_names": "Names over 1,000 characters, shortened",
+    "notes": "Notes",
+}
+"""The parse summary's fields (ingest.traces.ParseSummary) as the run page words them."""
+
+
+def summary_rows(summary: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """A run's parse summary as (label, value) lines, in SUMMARY_LABELS' order, then any
+    field this version does not know, by its name."""
+    if not summary:
+        return []
+
+    def text(key: str, value: Any) -> str:
+        if key == "selected_threads":
+            return "; ".join(
+                f"{t.get('thread_name') or '?'} of {t.get('process_name') or '?'} "
+                f"(pid {t.get('pid')}, tid {t.get('tid')})" for t in value) or "none"
+        if key == "ignored_phases":
+            return ", ".join(f"{ph or '(none)'}: {n:,}" for ph, n in sorted(value.items())) or "0"
+        if key == "notes":
+            return " ".join(str(v) for v in value) or "—"
+        return f"{value:,}" if isinstance(value, int) else str(value)
+
+    keys = [k for k in SUMMARY_LABELS if k in summary]
+    keys += sorted(k for k in summary if k not in SUMMARY_LABELS)
+    return [(SUMMARY_LABELS.get(k, k), text(k, summary[k])) for k in keys]

@@ -20,4 +20,5 @@ urlpatterns = [
          name="annotate_release"),
     path("series/<str:name>/annotations/<int:annotation_id>/delete/",
          views.delete_release_annotation, name="delete_release_annotation"),
+    path("runs/<int:run_id>/file", views.run_file, name="run_file"),
 ]

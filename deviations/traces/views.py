@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Max
-from django.http import HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -19,7 +19,7 @@ from deviations.core.tables import write_csv
 from deviations.core.text import plotly_text
 from deviations.traces import annotations as notes
 from deviations.traces import charts, compare, selectors
-from deviations.traces.matrix import MatrixQuery, cell_rows, matrix_slice
+from deviations.traces.matrix import MatrixQuery, cell_rows, matrix_slice, range_problem
 from deviations.traces.models import Function, Release, ReleaseAnnotation, Run, Series
 
 SERIES_FIELDS = ["series", "releases", "runs", "latest_from", "latest_to", "regressions",
@@ -77,10 +77,13 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
         link = "?" + query.params(page=1, q="", only=False, sort="deviations", first="", last="")
         urls = [reverse("function", args=[series.name, fid]) + link for fid in view.function_ids]
         a = view.arrays
+        release_urls = [reverse("release", args=[series.name, v]) + link
+                        for v in view.releases]
         figure = charts.deviation_matrix(
             view.function_names, view.releases, a["verdict"], a["gap"], a["diff"],
             a["diff_lo"], a["diff_hi"], a["estimate"], a["lo"], a["hi"], a["digression"],
             urls, title=f"{query.metric} time, {query.estimator}, {query.rule} rule",
+            release_urls=release_urls,
         )
         notes.add_marks(figure, series, {v: plotly_text(v) for v in view.releases[1:]})
         table = [
@@ -89,9 +92,11 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
             for n, u, r, i, g in zip(view.function_names, urls, view.regressions,
                                      view.improvements, view.largest_gap, strict=True)
         ]
+    releases = selectors.releases_with_counts(series)
     context = {
         "series": series, "query": query, "view": view, "figure": figure, "table": table,
-        "releases": selectors.releases_with_counts(series),
+        "releases": releases,
+        "range_problem": range_problem(query, [r.version for r in releases]),
         "permalink": request.path + ("?" + query.params() if query.params() else ""),
         "export_csv": "?" + query.params(format="csv"),
         "export_json": "?" + query.params(format="json"),
@@ -123,20 +128,26 @@ def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpRe
         rows = detail.rows if detail is not None else []
         return _table_response(rows, selectors.FUNCTION_FIELDS, fmt, f"{series.name}-function")
     figure = narrowing = None
+    unit: charts.Unit = "us"
+    # The release of the matrix cell clicked to come here, outlined on the chart and table.
+    highlight = request.GET.get("at", "")
     if detail is not None:
+        unit = charts.unit_for(detail.median[0])
         figure = charts.function_cis(
             detail.releases, detail.median, detail.mean, detail.verdict, detail.digression,
-            samples=detail.samples, diff=detail.diff, gap=detail.gap,
+            samples=detail.samples, diff=detail.diff, gap=detail.gap, unit=unit,
             title=f"{function.name}: {query.metric} time, {query.rule} rule",
+            highlight=highlight or None,
         )
         notes.add_marks(figure, series, {v: r for r, v in enumerate(detail.releases)})
         if detail.narrowing is not None:
             n, est, lo, hi, label = detail.narrowing
-            narrowing = charts.ci_narrowing(n, est, lo, hi, labels=[label],
+            narrowing = charts.ci_narrowing(n, est, lo, hi, labels=[label], unit=unit,
                                             title="Median CI against the number of runs")
     context = {
         "series": series, "function": function, "query": query, "detail": detail,
-        "figure": figure, "narrowing": narrowing,
+        "figure": figure, "narrowing": narrowing, "unit": unit,
+        "unit_label": charts.UNIT_LABEL[unit], "highlight": highlight,
         "permalink": request.get_full_path(),
         "export_csv": "?" + query.params(format="csv"),
         "export_json": "?" + query.params(format="json"),
@@ -168,7 +179,8 @@ def release_detail(request: HttpRequest, name: str, version: str) -> HttpRespons
 
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run.objects.select_related("series", "release"), pk=run_id)
-    return render(request, "deviations/run_detail.html", {"run": run})
+    return render(request, "deviations/run_detail.html",
+                  {"run": run, "summary": selectors.summary_rows(run.summary)})
 
 
 def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
@@ -232,3 +244,15 @@ def delete_release_annotation(request: HttpRequest, name: str, annotation_id: in
     except UserError as exc:
         return HttpResponse(exc.message, status=exc.status, content_type="text/plain")
     return redirect(note.release.get_absolute_url() + "#annotations")
+
+
+def run_file(request: HttpRequest, run_id: int) -> FileResponse:
+    """The run's trace file as uploaded, while it is stored (until its ingest ends)."""
+    run = get_object_or_404(Run, pk=run_id)
+    if not run.upload:
+        raise Http404("the trace file is no longer stored: only its times are kept")
+    try:
+        stream = run.upload.open("rb")
+    except FileNotFoundError as exc:  # ingested and removed meanwhile
+        raise Http404("the trace file is no longer stored") from exc
+    return FileResponse(stream, as_attachment=True, filename=run.file_name)

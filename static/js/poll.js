@@ -57,12 +57,13 @@
 
   function renderRun(run) {
     const status = document.getElementById("run-status");
+    // A run that ends while the page is open: the server renders its summary and error.
+    if (FINAL.has(run.status) && !FINAL.has(status.dataset.initial)) {
+      window.location.reload();
+      return true;
+    }
     status.textContent = run.status;
     status.className = "status status-" + run.status;
-    document.getElementById("run-error").textContent = run.error || "—";
-    if (run.summary) {
-      document.getElementById("run-summary").textContent = JSON.stringify(run.summary, null, 2);
-    }
     return FINAL.has(run.status);
   }
 

@@ -67,9 +67,12 @@ def test_run_page_updates_itself(page: Any, write_trace, simple_events) -> None:
         run = runs.register_run(release, f, "slow.json", runs.ThreadOptions(), keep_upload=True).run
     page.goto(f"/runs/{run.pk}/")
     assert page.inner_text("#run-status") == "pending"
+    assert page.locator("#run-file a[download]").count() == 1  # still stored: offered
     runs.process_run(run.pk)  # what the worker does meanwhile
     page.locator("#run-status", has_text="done").wait_for()
-    assert '"slices": 4' in page.inner_text("#run-summary")
+    assert "Slices timed (function calls)\t4" in page.inner_text("#run-summary")
+    assert "Not stored" in page.inner_text("#run-file")
+    assert page.locator("#run-error").count() == 0
 
 
 def test_names_are_checked_before_any_byte_is_sent(

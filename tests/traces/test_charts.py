@@ -108,7 +108,7 @@ def test_matrix_traces_symbols_and_counts(small: dict[str, Any]) -> None:
     layout = fig["layout"]
     assert layout["xaxis"]["categoryarray"] == small["releases"][1:]
     assert layout["yaxis"]["categoryarray"] == small["functions"]
-    assert layout["yaxis"]["autorange"] == "reversed"
+    assert layout["yaxis"]["range"] == [len(small["functions"]), -1]  # first function on top
     go.Figure(fig)  # Plotly's own validator: attribute names, symbols, value types
 
 
