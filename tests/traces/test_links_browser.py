@@ -41,6 +41,7 @@ def test_clicked_point_stays_highlighted_on_the_function_page(page: Any, demo_se
 LABEL_MIDDLE = """(release) => {
   const text = [...document.querySelectorAll('#matrix .xtick text')]
     .find(t => t.textContent === release);
+  text.scrollIntoView({block: "center"});  // controls above the matrix may push it below the fold
   const b = text.getBBox(), m = text.getScreenCTM();
   const p = new DOMPoint(b.x + b.width / 2, b.y + b.height / 2).matrixTransform(m);
   return [p.x, p.y];
