@@ -4,14 +4,22 @@
   SeriesAnalysis, AnalysisBlock;
 - Telemetry histograms, ``deviations.histograms.models``: HistogramRuleDefaults, Probe,
   HistogramSnapshot, HistogramChange;
-- alerts, ``deviations.alerts.models``: Subscription, SentAlert;
+- alerts, ``deviations.alerts.models``: Subscription, SentAlert, AlertGroup, Alert,
+  AlertNote, Ignore;
 - API tokens, ``deviations.core.models``: ApiToken.
 
 Everything stays in the one app label ``deviations`` (its migrations are shared). Import a
 model from its feature's module; this module only makes sure Django sees them all.
 """
 
-from deviations.alerts.models import SentAlert, Subscription
+from deviations.alerts.models import (
+    Alert,
+    AlertGroup,
+    AlertNote,
+    Ignore,
+    SentAlert,
+    Subscription,
+)
 from deviations.core.models import ApiToken
 from deviations.histograms.models import (
     HistogramChange,
@@ -30,12 +38,16 @@ from deviations.traces.models import (
 )
 
 __all__ = [
+    "Alert",
+    "AlertGroup",
+    "AlertNote",
     "AnalysisBlock",
     "ApiToken",
     "Function",
     "HistogramChange",
     "HistogramRuleDefaults",
     "HistogramSnapshot",
+    "Ignore",
     "Probe",
     "Release",
     "Run",

@@ -9,6 +9,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from deviations.alerts import selectors as alert_selectors
+from deviations.alerts.models import Alert
 from deviations.core.errors import TooLargeError, UserError
 from deviations.core.text import plotly_text
 from deviations.histograms import charts, selectors, services
@@ -32,7 +34,8 @@ def probe_list(request: HttpRequest) -> HttpResponse:
 
 def probe_detail(request: HttpRequest, probe_id: int) -> HttpResponse:
     probe = get_object_or_404(Probe, pk=probe_id)
-    changes = list(probe.changes.select_related("state_by").order_by("sort_key"))
+    changes = list(probe.changes.select_related("alert", "alert__status_by")
+                   .order_by("sort_key"))
     scan = probe.scan or {"builds": [], "distance": [], "cutoff": [], "reason": []}
     figure = charts.distance_figure(
         probe.name, scan, [(c.build_id, c.distance, c.get_kind_display()) for c in changes]
@@ -49,7 +52,8 @@ def probe_detail(request: HttpRequest, probe_id: int) -> HttpResponse:
         chosen = changes[-1].build_id if changes else (builds[-1] if builds else None)
     return render(request, "histograms/probe_detail.html", {
         "probe": probe, "changes": changes, "figure": figure, "histograms": histograms,
-        "chosen": chosen, "states": HistogramChange.STATES, "scan": scan,
+        "chosen": chosen, "states": Alert.STATUSES, "scan": scan,
+        "ignored": alert_selectors.ignored_probe(probe),
     })
 
 
@@ -59,7 +63,7 @@ def changes_feed(request: HttpRequest) -> HttpResponse:
         state = None
     changes = selectors.changes_feed(state=state)[:_PAGE]
     return render(request, "histograms/changes.html", {
-        "changes": changes, "state": state, "states": HistogramChange.STATES,
+        "changes": changes, "state": state, "states": Alert.STATUSES,
     })
 
 
