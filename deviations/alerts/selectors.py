@@ -39,10 +39,11 @@ def quantity(value: float | None, unit: str, *, sign: bool = True) -> str:
 def alert_line(a: Alert) -> str:
     """One line: what, where, how much (subjects of emails, digest lines, exports)."""
     what = a.subject + (f" ({a.metric} time, {a.rule} rule)" if a.metric else "")
+    if a.distance is not None:
+        return (f"{what}: {a.direction} from {a.from_label} to {a.to_label} "
+                f"(distance {a.distance:.3f}, cutoff {a.threshold or 0:.3f})")
     if a.effect_pct is not None:
         effect = f"{a.effect_pct:+.0f}% ({quantity(a.effect, a.unit)})"
-    elif a.distance is not None:
-        effect = f"distance {a.distance:.3f}, cutoff {a.threshold or 0:.3f}"
     else:
         effect = quantity(a.effect, a.unit)
     return f"{what}: {a.direction} {effect} from {a.from_label} to {a.to_label}"
