@@ -127,7 +127,8 @@ def _counts(told: list[Alert]) -> str:
 
 def group_subject(group: AlertGroup, told: list[Alert]) -> str:
     if len(told) == 1:
-        return f"[deviations] {selectors.alert_line(told[0])}"
+        prefix = f"{group.family}: " if group.detector == Alert.TRACE else ""
+        return f"[deviations] {prefix}{selectors.alert_line(told[0])}"
     return (
         f"[deviations] {group.family}: {_counts(told)} between {group.from_label} and "
         f"{group.to_label} (largest: {selectors.alert_line(told[0])})"
