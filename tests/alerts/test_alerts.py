@@ -192,7 +192,8 @@ def test_a_line_break_in_a_name_blocks_no_alert(monkeypatch) -> None:
     monkeypatch.setattr(trace_notify, "series_alerts", lambda s: items)
     assert trace_notify.after_analysis(series.pk) == 1  # one group, one email
     (m,) = mail.outbox
-    assert "\n" not in m.subject and "\r" not in m.subject
+    assert "\n" not in m.subject
+    assert "\r" not in m.subject
     assert m.subject.startswith("[deviations] s: 3 regressions between 1 and 2 (largest: "
                                 "nl Bcc: x@y (self time, paper rule)")
     headers = {k.lower() for k in m.message().keys()}
