@@ -103,7 +103,8 @@ def group(request: HttpRequest, group_id: int) -> dict[str, Any]:
     g = get_object_or_404(AlertGroup, pk=group_id)
     return {
         "id": g.pk, "detector": g.detector, "family": g.family,
-        "from_label": g.from_label, "to_label": g.to_label, "notified_at": g.notified_at.isoformat() if g.notified_at else None,
+        "from_label": g.from_label, "to_label": g.to_label,
+        "notified_at": g.notified_at.isoformat() if g.notified_at else None,
         "url": g.get_absolute_url(), "alerts": _rows(selectors.group_alerts(g)),
     }
 

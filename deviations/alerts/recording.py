@@ -20,7 +20,7 @@ from datetime import datetime
 
 from django.db import transaction
 
-from deviations.alerts.models import Alert, AlertGroup, Ignore
+from deviations.alerts.models import Alert, AlertGroup, AlertNote, Ignore
 from deviations.core.packing import name_digest
 
 #: The kind of ``Ignore`` that mutes each detector's subjects.
@@ -178,7 +178,10 @@ def withdraw(alerts: Iterable[Alert]) -> int:
     """Forget verdicts the detector no longer reports (a provisional flag that flipped
     back, a pair whose new runs removed the deviation): untriaged alerts are deleted, with
     groups left empty; triaged ones stay (the triage is history). Returns alerts deleted."""
-    gone = [a for a in alerts if a.status == Alert.NEW and not a.notes.exists()]
+    candidates = [a for a in alerts if a.status == Alert.NEW]
+    noted = set(AlertNote.objects.filter(alert_id__in=[a.pk for a in candidates])
+                .values_list("alert_id", flat=True))
+    gone = [a for a in candidates if a.pk not in noted]
     if not gone:
         return 0
     group_ids = {a.group_id for a in gone}

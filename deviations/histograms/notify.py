@@ -30,14 +30,6 @@ def probe_family(name: str) -> str:
     return name.split("_", 1)[0] or name
 
 
-def change_summary(change: HistogramChange) -> str:
-    kind = "shift" if change.kind == "shift" else "shape change"
-    return (
-        f"{change.probe.name}: {kind} at build {change.build_id} "
-        f"(Hellinger distance {change.distance:.3f}, cutoff {change.cutoff:.3f})"
-    )
-
-
 def explain(change: HistogramChange) -> str:
     """The verdict in words, as the alert and the probe page show it."""
     what = "the distribution changed shape"
