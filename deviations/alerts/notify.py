@@ -153,6 +153,16 @@ def group_body(group: AlertGroup, told: list[Alert], why: str) -> str:
     return "\n".join(lines)
 
 
+def _told_before(group: AlertGroup, members: list[Alert], email: str) -> bool:
+    """Whether the former notifier (one email per paper-rule regression, before alert
+    groups) already sent one of the group's verdicts to this address: an upgrade does not
+    email it again."""
+    if group.detector != Alert.TRACE:
+        return False
+    legacy = {f"series:{a.series_id}:{name_digest(a.subject)}:{a.to_label}" for a in members}
+    return SentAlert.objects.filter(email=email, subject__in=legacy).exists()
+
+
 def notify_group(group: AlertGroup, now: datetime) -> int:
     """Email (or queue for the digest) a due group to each recipient once; returns emails
     sent. The group is marked notified when it had something due or nothing untriaged."""
@@ -168,7 +178,7 @@ def notify_group(group: AlertGroup, now: datetime) -> int:
         told = [a for a in ready
                 if (r.since is None or a.data_at > r.since)
                 and (a.direction != Alert.IMPROVEMENT or r.improvements)]
-        if not told:
+        if not told or _told_before(group, members, r.email):
             continue
         subject = group_subject(group, told)
         status = SentAlert.QUEUED if r.digest else SentAlert.SENDING

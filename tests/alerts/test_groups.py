@@ -12,11 +12,19 @@ from django.core import mail
 from django.utils import timezone
 
 from deviations.alerts import notify, services
-from deviations.alerts.models import Alert, AlertGroup, AlertNote, Ignore, Subscription
+from deviations.alerts.models import (
+    Alert,
+    AlertGroup,
+    AlertNote,
+    Ignore,
+    SentAlert,
+    Subscription,
+)
 from deviations.alerts.recording import AlertData, record, sync
 from deviations.core.access import ForbiddenError
 from deviations.core.errors import UserError
 from deviations.core.models import Ownership
+from deviations.core.packing import name_digest
 from deviations.traces import notify as trace_notify
 from deviations.traces.models import Function, Release, Series
 
@@ -176,6 +184,17 @@ def test_owners_are_told_and_only_of_data_after_they_subscribed(series) -> None:
     assert message.to == ["o@example.org"]
     assert "you own the series s" in message.body
     assert "Paint" in message.subject
+
+
+def test_what_the_former_notifier_sent_is_not_sent_again(series) -> None:
+    """Before alert groups, each paper-rule regression was emailed on its own, claimed as
+    series:<series>:<function digest>:<release>; an upgrade does not repeat it."""
+    subscribe()
+    SentAlert.objects.create(subject=f"series:{series.pk}:{name_digest('Paint')}:3",
+                             email="t@example.org", status=SentAlert.SENT, summary="old")
+    record([trace(series, "Paint", "2", "3"), trace(series, "Layout", "4", "5")])
+    assert notify.notify_due_groups() == 1
+    assert "Layout" in mail.outbox[0].subject
 
 
 def test_digest_subscribers_get_one_line_per_group(series) -> None:
