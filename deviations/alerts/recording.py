@@ -168,7 +168,8 @@ def record(items: Iterable[AlertData]) -> list[int]:
         if muted in ignored:
             alert.status = Alert.IGNORED
         created.append(alert)
-    Alert.objects.bulk_create(created)
+    # A concurrent recording of the same verdict (two tasks racing) keeps the first row.
+    Alert.objects.bulk_create(created, ignore_conflicts=True)
     return list(Alert.objects.filter(key__in=[d.key for d in fresh])
                 .values_list("pk", flat=True))
 

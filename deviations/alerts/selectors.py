@@ -242,9 +242,5 @@ def ignored(kind: str, family: str, subject: str) -> Ignore | None:
                                  subject_sha1=name_digest(subject)).first()
 
 
-def ignored_probe(probe: Any) -> Ignore | None:
-    return ignored(Ignore.PROBE, probe.name, probe.name)
-
-
 def all_ignored() -> QuerySet[Ignore]:
     return Ignore.objects.select_related("by").order_by("kind", "family", "subject")

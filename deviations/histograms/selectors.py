@@ -29,7 +29,8 @@ def probes_with_changes(search: str = "") -> QuerySet[Probe]:
 
 
 def changes_feed(probe: str | None = None, state: str | None = None) -> QuerySet[HistogramChange]:
-    changes = HistogramChange.objects.select_related("probe", "alert", "alert__status_by")
+    changes = HistogramChange.objects.select_related("probe", "alert__group",
+                                                     "alert__status_by")
     if probe:
         changes = changes.filter(probe__name_sha1=name_digest(probe))
     if state:
@@ -40,7 +41,10 @@ def changes_feed(probe: str | None = None, state: str | None = None) -> QuerySet
 def change_out(c: HistogramChange) -> dict[str, Any]:
     """A change for the API; its triage state is its alert's status (``new`` until the
     alert is recorded)."""
-    alert = Alert.objects.filter(change=c).select_related("status_by").first()
+    try:
+        alert: Alert | None = c.alert
+    except Alert.DoesNotExist:
+        alert = None
     return {
         "id": c.pk, "probe": c.probe.name, "build_id": c.build_id,
         "previous_build_id": c.previous_build_id, "distance": c.distance, "cutoff": c.cutoff,

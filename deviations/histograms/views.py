@@ -9,7 +9,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from deviations.alerts import selectors as alert_selectors
 from deviations.alerts.models import Alert
 from deviations.core.errors import TooLargeError, UserError
 from deviations.core.text import plotly_text
@@ -34,7 +33,7 @@ def probe_list(request: HttpRequest) -> HttpResponse:
 
 def probe_detail(request: HttpRequest, probe_id: int) -> HttpResponse:
     probe = get_object_or_404(Probe, pk=probe_id)
-    changes = list(probe.changes.select_related("alert", "alert__status_by")
+    changes = list(probe.changes.select_related("alert__group", "alert__status_by")
                    .order_by("sort_key"))
     scan = probe.scan or {"builds": [], "distance": [], "cutoff": [], "reason": []}
     figure = charts.distance_figure(
@@ -53,7 +52,6 @@ def probe_detail(request: HttpRequest, probe_id: int) -> HttpResponse:
     return render(request, "histograms/probe_detail.html", {
         "probe": probe, "changes": changes, "figure": figure, "histograms": histograms,
         "chosen": chosen, "states": Alert.STATUSES, "scan": scan,
-        "ignored": alert_selectors.ignored_probe(probe),
     })
 
 
