@@ -18,7 +18,7 @@ from deviations.alerts import notify as alert_notify
 from deviations.alerts.models import Alert
 from deviations.alerts.recording import AlertData, sync
 from deviations.alerts.selectors import quantity
-from deviations.stats.releases import verdict_name
+from deviations.stats.releases import VERDICTS
 from deviations.traces import selectors
 from deviations.traces.analysis import CONFIDENCE, FDR, MIN_RELATIVE_EFFECT, WINDOW
 from deviations.traces.models import Release, Series
@@ -31,6 +31,8 @@ ESTIMATOR = "median"
 #: analysis reports them.
 DIRECTIONS = {"regression": Alert.REGRESSION, "improvement": Alert.IMPROVEMENT,
               "appeared": Alert.REGRESSION, "vanished": Alert.IMPROVEMENT}
+#: Verdict codes that are alerts, and their direction.
+ALERT_CODES = {code: DIRECTIONS[name] for code, name in enumerate(VERDICTS) if name in DIRECTIONS}
 _KEYS = ("verdict", "estimate", "n", "diff", "diff_lo", "diff_hi", "p_value")
 
 
@@ -119,10 +121,10 @@ def series_alerts(series: Series) -> list[AlertData]:
             verdict = found["verdict"]
             provisional = provisional_pairs(rule, verdict.shape[1])
             method, level = _method(rule)
-            for f, p in zip(*np.nonzero(verdict >= 0), strict=True):
-                direction = DIRECTIONS.get(verdict_name(int(verdict[f, p])) or "")
-                if direction is None:
-                    continue
+            # Only the cells that are alerts (a few among every function × pair).
+            hits = np.isin(verdict, list(ALERT_CODES))
+            for f, p in zip(*np.nonzero(hits), strict=True):
+                direction = ALERT_CODES[int(verdict[f, p])]
                 a, b = releases[p], releases[p + 1]
                 fid = int(found["function_ids"][f])
                 before = float(found["estimate"][f, p])
