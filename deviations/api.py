@@ -9,7 +9,8 @@ raises becomes ``{"detail": "<message>"}`` with its status (400, 413) here, in o
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 
-from deviations.alerts.api import router as alerts_router
+from deviations.alerts.api import alerts_router
+from deviations.alerts.api import router as subscriptions_router
 from deviations.core.errors import UserError
 from deviations.experiments.ab.api import router as ab_router
 from deviations.histograms.api import router as histograms_router
@@ -33,5 +34,6 @@ def user_error(request: HttpRequest, exc: UserError) -> HttpResponse:
 
 api.add_router("", traces_router)
 api.add_router("/histograms", histograms_router)
-api.add_router("/histograms", alerts_router)
+api.add_router("/histograms", subscriptions_router)
+api.add_router("/alerts", alerts_router)
 api.add_router("/ab", ab_router)

@@ -4,7 +4,8 @@
   SeriesAnalysis, AnalysisBlock, ReleaseAnnotation;
 - Telemetry histograms, ``deviations.histograms.models``: HistogramRuleDefaults, Probe,
   HistogramSnapshot, HistogramChange, BuildAnnotation;
-- alerts, ``deviations.alerts.models``: Subscription, SentAlert;
+- alerts, ``deviations.alerts.models``: Subscription, SentAlert, AlertGroup, Alert,
+  AlertNote, Ignore;
 - API tokens, ``deviations.core.models``: ApiToken;
 - paired A/B runs, ``deviations.experiments.ab.models``: ABHost, ABRun, AAFloorRecord.
 
@@ -12,7 +13,14 @@ Everything stays in the one app label ``deviations`` (its migrations are shared)
 model from its feature's module; this module only makes sure Django sees them all.
 """
 
-from deviations.alerts.models import SentAlert, Subscription
+from deviations.alerts.models import (
+    Alert,
+    AlertGroup,
+    AlertNote,
+    Ignore,
+    SentAlert,
+    Subscription,
+)
 from deviations.core.models import ApiToken
 from deviations.experiments.ab.models import AAFloorRecord, ABHost, ABRun
 from deviations.histograms.models import (
@@ -37,6 +45,9 @@ __all__ = [
     "AAFloorRecord",
     "ABHost",
     "ABRun",
+    "Alert",
+    "AlertGroup",
+    "AlertNote",
     "AnalysisBlock",
     "ApiToken",
     "BuildAnnotation",
@@ -44,6 +55,7 @@ __all__ = [
     "HistogramChange",
     "HistogramRuleDefaults",
     "HistogramSnapshot",
+    "Ignore",
     "Probe",
     "Release",
     "ReleaseAnnotation",

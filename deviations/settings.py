@@ -239,11 +239,16 @@ CELERY_BEAT_SCHEDULE = {
     "detect-stale-probes": {"task": "deviations.detect_stale_probes", "schedule": 2 * 60},
     "detect-histogram-changes": {"task": "deviations.detect_histogram_changes",
                                  "schedule": 60 * 60},
-    "notify-series-regressions": {"task": "deviations.notify_series_regressions",
-                                  "schedule": 15 * 60},
+    # Alert groups whose confirmation delay ran out (the rest are emailed after analyses).
+    "notify-alert-groups": {"task": "deviations.notify_alert_groups", "schedule": 15 * 60},
     "send-alert-digests": {"task": "deviations.send_alert_digests", "schedule": 24 * 60 * 60},
 }
 DEVIATIONS_SITE_URL = env.str("DEVIATIONS_SITE_URL", default="http://127.0.0.1:8000")
+# An alert still provisional (its verdict can change with the next releases) is emailed
+# only after this long, so that a flag that flips back never reaches an inbox; confirmed
+# alerts are emailed at once (deviations.alerts.notify).
+DEVIATIONS_ALERT_CONFIRM_SECONDS = env.int("DEVIATIONS_ALERT_CONFIRM_SECONDS",
+                                           default=24 * 3600)
 
 LOGGING = {
     "version": 1,

@@ -12,6 +12,7 @@ urlpatterns = [
     path("upload/", include("ingest.urls")),
     path("histograms/", include("deviations.histograms.urls")),
     path("ab/", include("deviations.experiments.ab.urls")),
+    path("alerts/", include("deviations.alerts.urls")),
     path("api/", api.urls),
     path("tokens/", core_views.tokens, name="tokens"),
     path("tokens/<int:token_id>/revoke/", core_views.revoke, name="revoke_token"),

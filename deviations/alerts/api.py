@@ -1,16 +1,125 @@
-"""REST API of subscriptions, mounted at /api/histograms (where it has always been):
-subscribe an address to probes or to a trace series. Needs an API token."""
+"""REST API of alerts: ``router`` (subscriptions, mounted at /api/histograms where it has
+always been: subscribe an address to probes or to a trace series) and ``alerts_router``
+(mounted at /api/alerts: list and filter alerts, a group, bulk triage). Writes need an API
+token."""
 
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Router, Schema, Status
+from django.shortcuts import get_object_or_404
+from ninja import Query, Router, Schema, Status
 
-from deviations.alerts import services
-from deviations.alerts.models import Subscription
+from deviations.alerts import selectors, services
+from deviations.alerts.models import Alert, AlertGroup, Subscription
 from deviations.core.api import ErrorOut, TokenAuth
 
 router = Router(tags=["alerts"])
+alerts_router = Router(tags=["alerts"])
+
+
+class AlertOut(Schema):
+    id: int
+    group: int
+    detector: str
+    family: str
+    subject: str
+    metric: str
+    rule: str
+    from_label: str
+    to_label: str
+    direction: str
+    unit: str
+    before: float | None
+    after: float | None
+    effect: float | None
+    effect_lo: float | None
+    effect_hi: float | None
+    effect_pct: float | None
+    effect_pct_lo: float | None
+    effect_pct_hi: float | None
+    p_value: float | None
+    distance: float | None
+    threshold: float | None
+    method: str
+    level: float | None
+    n_before: int | None
+    n_after: int | None
+    provisional: bool
+    status: str
+    assignee: str | None
+    bug_url: str
+    created: str
+    explanation: str
+    url: str
+
+
+class FiltersIn(Schema):
+    status: str = ""
+    detector: str = ""
+    family: str = ""
+    direction: str = ""
+    assignee: str = ""
+    since: str = ""
+    until: str = ""
+    limit: int = 200
+
+
+class TriageIn(Schema):
+    alerts: list[int]
+    status: str | None = None
+    bug_url: str | None = None
+    assignee: str | None = None
+    note: str = ""
+
+
+class GroupOut(Schema):
+    id: int
+    detector: str
+    family: str
+    from_label: str
+    to_label: str
+    notified_at: str | None
+    url: str
+    alerts: list[AlertOut]
+
+
+def _rows(alerts: Any) -> list[dict[str, Any]]:
+    return [r | {"from_label": r["from"], "to_label": r["to"]}
+            for r in selectors.export_rows(alerts)]
+
+
+@alerts_router.get("/", response=list[AlertOut], summary="Alerts, filtered as on /alerts/")
+def list_alerts(request: HttpRequest, filters: Query[FiltersIn]) -> list[dict[str, Any]]:
+    """Newest first. ``status`` may also be ``untriaged``; ``assignee`` ``-`` means none;
+    ``since`` and ``until`` are dates (YYYY-MM-DD)."""
+    f = selectors.Filters.from_params(filters.dict())
+    limit = max(0, min(filters.limit, 5000))
+    return _rows(selectors.filtered_alerts(f).order_by("-created", "-pk")[:limit])
+
+
+@alerts_router.get("/groups/{group_id}", response=GroupOut,
+                   summary="An alert group and its alerts, largest effect first")
+def group(request: HttpRequest, group_id: int) -> dict[str, Any]:
+    g = get_object_or_404(AlertGroup, pk=group_id)
+    return {
+        "id": g.pk, "detector": g.detector, "family": g.family,
+        "from_label": g.from_label, "to_label": g.to_label,
+        "notified_at": g.notified_at.isoformat() if g.notified_at else None,
+        "url": g.get_absolute_url(), "alerts": _rows(selectors.group_alerts(g)),
+    }
+
+
+@alerts_router.post(
+    "/triage", auth=TokenAuth(), response={200: dict[str, int], 400: ErrorOut, 403: ErrorOut},
+    summary="Triage several alerts at once: status, bug link, assignee, note",
+)
+def triage(request: HttpRequest, body: TriageIn) -> Status[dict[str, int]]:
+    """Fields left out (null) are kept; ``assignee`` "" unassigns. Needs write access to
+    every alert's series or probe."""
+    chosen = list(Alert.objects.filter(pk__in=body.alerts).select_related("group"))
+    changed = services.triage(chosen, request.auth, status=body.status, bug_url=body.bug_url,
+                              assignee=body.assignee, note=body.note)
+    return Status(200, {"changed": changed})
 
 
 class SubscriptionIn(Schema):
@@ -18,6 +127,7 @@ class SubscriptionIn(Schema):
     pattern: str
     target: str = Subscription.HISTOGRAM
     digest: bool = False
+    improvements: bool = False
 
 
 class SubscriptionOut(Schema):
@@ -25,6 +135,7 @@ class SubscriptionOut(Schema):
     pattern: str
     target: str
     digest: bool
+    improvements: bool
     active: bool
     pending: bool
 
@@ -39,10 +150,11 @@ def subscribe(request: HttpRequest, body: SubscriptionIn) -> Status[dict[str, An
     """The token's user's own address (or any, for staff) is subscribed at once; another
     address gets a confirmation link by email and stays `pending` until it is followed."""
     sub = services.validated_subscribe(
-        body.email, body.pattern, body.target, body.digest, request.auth
+        body.email, body.pattern, body.target, body.digest, request.auth, body.improvements
     )
     return Status(201, {
         "email": sub.email, "pattern": sub.pattern, "target": sub.target,
-        "digest": sub.digest, "active": sub.active, "pending": sub.pending,
+        "digest": sub.digest, "improvements": sub.improvements, "active": sub.active,
+        "pending": sub.pending,
     })
 

@@ -1,16 +1,246 @@
-"""Reads of subscriptions for the subscriptions page."""
+"""Reads of alerts, groups, ignores and subscriptions for the pages, the API and emails."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import date
 from typing import Any
+from urllib.parse import quote, urlencode
 
-from django.db.models import Q, QuerySet
+from django.db.models import F, Max, Q, QuerySet
+from django.urls import reverse
 
-from deviations.alerts.models import Subscription
+from deviations.alerts.models import Alert, AlertGroup, Ignore, Subscription
 from deviations.alerts.services import normalise_email
+from deviations.core.packing import name_digest
 
 
 def user_subscriptions(user: Any) -> QuerySet[Subscription]:
     return Subscription.objects.filter(
         Q(user=user) | Q(email=normalise_email(user.email or ""))
     ).order_by("target", "pattern")
+
+
+# --- Words and links --------------------------------------------------------------------
+
+
+def quantity(value: float | None, unit: str, *, sign: bool = True) -> str:
+    """``+2,660 µs`` as ``+2.66 ms`` past a millisecond; plain numbers otherwise."""
+    if value is None:
+        return "—"
+    fmt = "+" if sign else ""
+    if unit == "µs" and abs(value) >= 1000:
+        return f"{value / 1000:{fmt}.2f} ms"
+    if unit == "µs":
+        return f"{value:{fmt}.0f} µs"
+    return f"{value:{fmt}.2f}{' ' + unit if unit else ''}"
+
+
+def alert_line(a: Alert) -> str:
+    """One line: what, where, how much (subjects of emails, digest lines, exports)."""
+    what = a.subject + (f" ({a.metric} time, {a.rule} rule)" if a.metric else "")
+    if a.distance is not None:
+        return (f"{what}: {a.direction} from {a.from_label} to {a.to_label} "
+                f"(distance {a.distance:.3f}, cutoff {a.threshold or 0:.3f})")
+    if a.effect_pct is not None:
+        effect = f"{a.effect_pct:+.0f}% ({quantity(a.effect, a.unit)})"
+    else:
+        effect = quantity(a.effect, a.unit)
+    return f"{what}: {a.direction} {effect} from {a.from_label} to {a.to_label}"
+
+
+def group_links(group: AlertGroup) -> list[tuple[str, str]]:
+    """(label, path) of the pages to look at a group from: the matrix and the compare view
+    of its range (traces), the probe pages (histograms)."""
+    if group.detector == Alert.TRACE:
+        matrix = reverse("series", args=[group.family])
+        compare = f"/series/{quote(group.family)}/compare/?" + urlencode(
+            {"base": group.from_label, "new": group.to_label})
+        return [("Deviation matrix", matrix), ("Compare the two releases", compare)]
+    if group.detector == Alert.HISTOGRAM:
+        probes = (group.alerts.order_by("probe_id").values_list("probe_id", "subject")
+                  .distinct())
+        return [(f"Probe {name}", reverse("histograms:probe", args=[pk]))
+                for pk, name in probes[:5] if pk is not None]
+    return []
+
+
+def subject_url(a: Alert) -> str | None:
+    """The page of what the alert is about: the function page, the probe page."""
+    if a.function_id is not None:
+        return reverse("function", args=[a.group.family, a.function_id])
+    if a.probe_id is not None:
+        return reverse("histograms:probe", args=[a.probe_id]) + (
+            f"?build={quote(a.to_label)}" if a.change_id else "")
+    return None
+
+
+# --- Lists ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The alerts page's filters, from its query string (unknown values are dropped)."""
+
+    status: str = ""
+    detector: str = ""
+    family: str = ""
+    direction: str = ""
+    assignee: str = ""
+    since: date | None = None
+    until: date | None = None
+
+    @classmethod
+    def from_params(cls, params: Any) -> Filters:
+        def pick(name: str, choices: list[tuple[str, str]]) -> str:
+            value = params.get(name, "")
+            return value if value in {c for c, _ in choices} else ""
+
+        def day(name: str) -> date | None:
+            try:
+                return date.fromisoformat(params.get(name, ""))
+            except ValueError:
+                return None
+
+        status = params.get("status", "")
+        return cls(
+            status=status if status == "untriaged" else pick("status", Alert.STATUSES),
+            detector=pick("detector", Alert.DETECTORS),
+            family=params.get("family", "").strip()[:1000],
+            direction=pick("direction", Alert.DIRECTIONS),
+            assignee=params.get("assignee", "").strip()[:150],
+            since=day("since"), until=day("until"),
+        )
+
+    def params(self, **changes: Any) -> str:
+        values = {
+            "status": self.status, "detector": self.detector, "family": self.family,
+            "direction": self.direction, "assignee": self.assignee,
+            "since": self.since.isoformat() if self.since else "",
+            "until": self.until.isoformat() if self.until else "",
+        } | changes
+        return urlencode({k: v for k, v in values.items() if v})
+
+
+def filtered_alerts(f: Filters) -> QuerySet[Alert]:
+    alerts = Alert.objects.select_related("group", "assignee", "status_by")
+    if f.status == "untriaged":
+        alerts = alerts.filter(status=Alert.NEW)
+    elif f.status:
+        alerts = alerts.filter(status=f.status)
+    if f.detector:
+        alerts = alerts.filter(detector=f.detector)
+    if f.family:
+        alerts = alerts.filter(Q(group__family=f.family) | Q(subject=f.family))
+    if f.direction:
+        alerts = alerts.filter(direction=f.direction)
+    if f.assignee == "-":
+        alerts = alerts.filter(assignee__isnull=True)
+    elif f.assignee:
+        alerts = alerts.filter(assignee__username=f.assignee)
+    if f.since:
+        alerts = alerts.filter(created__date__gte=f.since)
+    if f.until:
+        alerts = alerts.filter(created__date__lte=f.until)
+    return alerts
+
+
+@dataclass
+class GroupRow:
+    group: AlertGroup
+    alerts: list[Alert]  # the matching alerts, largest effect first
+    untriaged: int
+    regressions: int
+    improvements: int
+    changes: int
+    latest: Any
+
+    @property
+    def top(self) -> Alert:
+        return self.alerts[0]
+
+
+def group_rows(alerts: QuerySet[Alert], limit: int = 50, offset: int = 0) -> list[GroupRow]:
+    """The groups of these alerts, those with untriaged alerts first, then newest first,
+    each with its matching alerts (largest effect first)."""
+    ranked = (
+        AlertGroup.objects.filter(pk__in=alerts.values("group_id")).annotate(
+            latest_new=Max("alerts__created", filter=Q(alerts__status=Alert.NEW)),
+            latest=Max("alerts__created"),
+        ).order_by(F("latest_new").desc(nulls_last=True), "-latest", "-pk")
+    )
+    groups = list(ranked[offset:offset + limit])
+    by_group: dict[int, list[Alert]] = {g.pk: [] for g in groups}
+    for a in alerts.filter(group_id__in=list(by_group)):
+        by_group[a.group_id].append(a)
+    rows = []
+    for g in groups:
+        members = sorted(by_group[g.pk], key=lambda a: (-a.size, a.pk))
+        rows.append(GroupRow(
+            g, members, sum(a.status == Alert.NEW for a in members),
+            sum(a.direction == Alert.REGRESSION for a in members),
+            sum(a.direction == Alert.IMPROVEMENT for a in members),
+            sum(a.direction == Alert.CHANGE for a in members),
+            g.latest,  # type: ignore[attr-defined]
+        ))
+    return rows
+
+
+def untriaged_groups(limit: int = 20) -> list[GroupRow]:
+    """What the home page shows first: groups with untriaged alerts, newest first."""
+    return group_rows(Alert.objects.filter(status=Alert.NEW), limit=limit)
+
+
+def group_alerts(group: AlertGroup) -> list[Alert]:
+    """A group's alerts, largest effect first (the group page)."""
+    found = group.alerts.select_related("assignee", "status_by", "function")
+    return sorted(found, key=lambda a: (-a.size, a.pk))
+
+
+def export_rows(alerts: QuerySet[Alert]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": a.pk, "group": a.group_id, "detector": a.detector, "family": a.group.family,
+            "subject": a.subject, "metric": a.metric, "rule": a.rule,
+            "from": a.from_label, "to": a.to_label, "direction": a.direction, "unit": a.unit,
+            "before": a.before, "after": a.after,
+            "effect": a.effect, "effect_lo": a.effect_lo, "effect_hi": a.effect_hi,
+            "effect_pct": a.effect_pct, "effect_pct_lo": a.effect_pct_lo,
+            "effect_pct_hi": a.effect_pct_hi, "p_value": a.p_value, "distance": a.distance,
+            "threshold": a.threshold, "method": a.method, "level": a.level,
+            "n_before": a.n_before, "n_after": a.n_after, "provisional": a.provisional,
+            "status": a.status, "assignee": a.assignee.get_username() if a.assignee else None,
+            "bug_url": a.bug_url, "created": a.created.isoformat(),
+            "explanation": a.explanation, "url": a.get_absolute_url(),
+        }
+        for a in alerts
+    ]
+
+
+EXPORT_FIELDS = ["id", "group", "detector", "family", "subject", "metric", "rule", "from",
+                 "to", "direction", "unit", "before", "after", "effect", "effect_lo",
+                 "effect_hi", "effect_pct", "effect_pct_lo", "effect_pct_hi", "p_value",
+                 "distance", "threshold", "method", "level", "n_before", "n_after",
+                 "provisional", "status", "assignee", "bug_url", "created", "explanation",
+                 "url"]
+
+
+# --- What a function or probe page shows -------------------------------------------------
+
+
+def function_alerts(series_name: str, function_id: int) -> list[Alert]:
+    """The alerts of one function, newest boundary first (its page explains them)."""
+    return list(
+        Alert.objects.filter(detector=Alert.TRACE, group__family=series_name,
+                             function_id=function_id)
+        .select_related("group").order_by("-to_key", "metric", "rule")
+    )
+
+
+def ignored(kind: str, family: str, subject: str) -> Ignore | None:
+    return Ignore.objects.filter(kind=kind, family=family,
+                                 subject_sha1=name_digest(subject)).first()
+
+
+def all_ignored() -> QuerySet[Ignore]:
+    return Ignore.objects.select_related("by").order_by("kind", "family", "subject")

@@ -1,7 +1,9 @@
-"""Subscriptions, unsubscribe tokens, and sending each alert once, for every detector.
+"""Triage, ignores, subscriptions, unsubscribe tokens, and sending each email once, for
+every detector.
 
-The detectors decide who is told what (``deviations.histograms.notify``,
-``deviations.traces.notify``); this module subscribes, claims and sends.
+The detectors record their verdicts (``deviations.alerts.recording``); who is told about
+a group and the email are ``deviations.alerts.notify``'s; this module triages, subscribes,
+claims and sends.
 
 Never twice: before sending, an alert is claimed by inserting ``SentAlert(subject,
 email)``, unique on that pair. The one insert that succeeds sends; a retried task, a
@@ -19,7 +21,6 @@ by ``send_digests`` (the ``send-alert-digests`` beat entry, daily).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -31,8 +32,11 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from deviations.alerts.models import SentAlert, Subscription
+from deviations.alerts.models import Alert, AlertNote, Ignore, SentAlert, Subscription
+from deviations.core import access
 from deviations.core.errors import UserError
+from deviations.core.models import Ownership
+from deviations.core.packing import name_digest
 from deviations.core.text import one_line
 from deviations.traces.models import Series
 
@@ -57,12 +61,123 @@ def site_url(path: str) -> str:
     return settings.DEVIATIONS_SITE_URL.rstrip("/") + path
 
 
+# --- Triage ---------------------------------------------------------------------------
+
+STATUSES = [s for s, _ in Alert.STATUSES]
+_BUG_URL_CHARS = 500
+
+
+def _check_triage(user: Any, alerts: list[Alert]) -> None:
+    """Triage is a write: the owners of each alert's series or probe (or anyone signed in
+    while it has none: ``deviations.core.access``)."""
+    series = {a.group.family for a in alerts if a.detector == Alert.TRACE}
+    probes = {a.subject for a in alerts if a.detector == Alert.HISTOGRAM}
+    if not getattr(user, "is_authenticated", False):
+        raise access.ForbiddenError("sign in or send an API token to triage")
+    if series:
+        access.check_write(user, Ownership.SERIES, sorted(series))
+    if probes:
+        access.check_write(user, Ownership.PROBE, sorted(probes))
+
+
+def _user_named(username: str) -> Any:
+    from django.contrib.auth import get_user_model
+
+    found = get_user_model().objects.filter(username=username).first()
+    if found is None:
+        raise UserError(f"no user named {username!r} to assign")
+    return found
+
+
+@transaction.atomic
+def triage(
+    alerts: list[Alert], user: Any, *, status: str | None = None, bug_url: str | None = None,
+    assignee: str | None = None, note: str = "",
+) -> int:
+    """Set the status, bug link, assignee (a user name; "" unassigns) of these alerts
+    together, and add ``note`` to each; ``None`` leaves a field as it is. Returns the number
+    of alerts changed."""
+    if not alerts:
+        raise UserError("select at least one alert")
+    _check_triage(user, alerts)
+    if status is not None and status not in STATUSES:
+        raise UserError(f"status must be one of {', '.join(STATUSES)}")
+    if bug_url is not None:
+        bug_url = bug_url.strip()
+        if bug_url and (len(bug_url) > _BUG_URL_CHARS
+                        or not bug_url.startswith(("https://", "http://"))):
+            raise UserError("the bug link must be an http(s) URL of at most 500 characters")
+    who = _user_named(assignee.strip()) if assignee else None
+    updates: dict[str, Any] = {}
+    if status is not None:
+        updates |= {"status": status, "status_by": user, "status_at": timezone.now()}
+    if bug_url is not None:
+        updates["bug_url"] = bug_url
+    if assignee is not None:
+        updates["assignee"] = who
+    ids = [a.pk for a in alerts]
+    if updates:
+        Alert.objects.filter(pk__in=ids).update(**updates)
+    if note.strip():
+        AlertNote.objects.bulk_create(
+            [AlertNote(alert_id=pk, author=user, text=note.strip()) for pk in ids]
+        )
+    return len(ids)
+
+
+def add_note(alert: Alert, user: Any, text: str) -> AlertNote:
+    if not getattr(user, "is_authenticated", False):
+        raise access.ForbiddenError("sign in to add a note")
+    if not text.strip():
+        raise UserError("the note is empty")
+    return AlertNote.objects.create(alert=alert, author=user, text=text.strip())
+
+
+# --- Ignored functions and probes ---------------------------------------------------------
+
+
+def _check_ignore(user: Any, kind: str, family: str) -> None:
+    if kind == Ignore.FUNCTION:
+        access.check_write(user, Ownership.SERIES, [family])
+    elif kind == Ignore.PROBE:
+        access.check_write(user, Ownership.PROBE, [family])
+    elif not getattr(user, "is_authenticated", False):
+        raise access.ForbiddenError("sign in to ignore a canary")
+
+
+@transaction.atomic
+def ignore(kind: str, family: str, subject: str, user: Any, *, function: Any = None,
+           probe: Any = None) -> Ignore:
+    """No more alerts from this function (of the series ``family``) or probe: its
+    untriaged alerts and those recorded later get the status ``ignored``."""
+    _check_ignore(user, kind, family)
+    found, _ = Ignore.objects.get_or_create(
+        kind=kind, family=family, subject_sha1=name_digest(subject),
+        defaults={"subject": subject, "function": function, "probe": probe, "by": user},
+    )
+    alerts = Alert.objects.filter(status=Alert.NEW)
+    if kind == Ignore.FUNCTION:
+        alerts = alerts.filter(detector=Alert.TRACE, group__family=family, subject=subject)
+    elif kind == Ignore.PROBE:
+        alerts = alerts.filter(detector=Alert.HISTOGRAM, subject=subject)
+    else:
+        alerts = alerts.filter(detector=Alert.CANARY, subject=subject)
+    alerts.update(status=Alert.IGNORED, status_by=user, status_at=timezone.now())
+    return found
+
+
+def unignore(ignored: Ignore, user: Any) -> None:
+    """Undo: later alerts are new again (those already ignored stay so: triage them)."""
+    _check_ignore(user, ignored.kind, ignored.family)
+    ignored.delete()
+
+
 # --- Subscriptions and tokens ---------------------------------------------------------
 
 
 def subscribe(
     email: str, pattern: str, *, target: str = Subscription.HISTOGRAM, digest: bool = False,
-    user: Any = None,
+    user: Any = None, improvements: bool = False,
 ) -> Subscription:
     """Create or re-activate a subscription (a later subscribe undoes an unsubscribe).
 
@@ -72,6 +187,7 @@ def subscribe(
     sub, _ = Subscription.objects.update_or_create(
         email=normalise_email(email), target=target, pattern=pattern.strip(),
         defaults={"active": True, "pending": False, "digest": digest,
+                  "improvements": improvements,
                   "user": user if getattr(user, "is_authenticated", False) else None},
     )
     return sub
@@ -135,7 +251,7 @@ def confirm_subscription(token: str) -> Subscription:
 
 
 def validated_subscribe(
-    email: str, pattern: str, target: str, digest: bool, user: Any
+    email: str, pattern: str, target: str, digest: bool, user: Any, improvements: bool = False,
 ) -> Subscription:
     """Subscribe after checking the address, the target and (for series) the name."""
     try:
@@ -151,7 +267,8 @@ def validated_subscribe(
     elif target != Subscription.HISTOGRAM:
         raise UserError("target must be 'histogram' or 'series'")
     if speaks_for(user, email):
-        return subscribe(email, pattern, target=target, digest=digest, user=user)
+        return subscribe(email, pattern, target=target, digest=digest, user=user,
+                         improvements=improvements)
     return request_subscription(email, pattern, target=target, digest=digest, user=user)
 
 
@@ -192,14 +309,6 @@ def unsubscribe(token: str) -> tuple[str, str, str]:
 def unsubscribe_url(email: str, target: str, pattern: str) -> str:
     token = unsubscribe_token(email, target, pattern)
     return site_url(reverse("histograms:unsubscribe", args=[token]))
-
-
-@dataclass(frozen=True)
-class Recipient:
-    email: str
-    digest: bool
-    pattern: str  # what they are told through: their pattern, or the probe's name (owner)
-    why: str
 
 
 # --- Claim, send ----------------------------------------------------------------------

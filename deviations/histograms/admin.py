@@ -35,8 +35,8 @@ class ProbeAdmin(admin.ModelAdmin):
 
 @admin.register(HistogramChange)
 class HistogramChangeAdmin(admin.ModelAdmin):
-    list_display = ["probe", "build_id", "kind", "distance", "state", "state_by", "detected_at"]
-    list_filter = ["state", "kind", "rule"]
+    list_display = ["probe", "build_id", "kind", "distance", "detected_at"]
+    list_filter = ["alert__status", "kind", "rule"]
     search_fields = ["probe__name", "build_id"]
     readonly_fields = ["probe", "build_id", "previous_build_id", "distance", "cutoff", "kind",
                        "shift_buckets", "rule", "detected_at"]

@@ -41,6 +41,7 @@ class ChangeOut(Schema):
     state: str
     state_by: str | None
     state_at: str | None
+    alert_url: str | None
     detected_at: str
     page_url: str
 
@@ -91,7 +92,7 @@ def list_changes(
     "/changes/{change_id}/state",
     auth=TokenAuth(),
     response={200: ChangeOut, 400: ErrorOut, 403: ErrorOut},
-    summary="Triage a change: new, acknowledged, invalid or fixed",
+    summary="Triage a change (its alert): new, acknowledged, invalid, fixed or ignored",
 )
 def triage(request: HttpRequest, change_id: int, body: TriageIn) -> Status[dict[str, Any]]:
     change = get_object_or_404(HistogramChange.objects.select_related("probe"), pk=change_id)

@@ -174,11 +174,9 @@ class HistogramSnapshot(models.Model):
 
 
 class HistogramChange(models.Model):
-    """A change the rule reported at one build of a probe; stored once, then triaged."""
+    """A change the rule reported at one build of a probe; stored once. Its alert (triage,
+    explanation, group) is ``change.alert`` (``deviations.alerts.models.Alert``)."""
 
-    NEW, ACKNOWLEDGED, INVALID, FIXED = "new", "acknowledged", "invalid", "fixed"
-    STATES = [(NEW, "new"), (ACKNOWLEDGED, "acknowledged"), (INVALID, "invalid"),
-              (FIXED, "fixed")]
     KINDS = [("shift", "shift"), ("shape", "shape change")]
 
     probe = models.ForeignKey(Probe, on_delete=models.CASCADE, related_name="changes")
@@ -197,12 +195,6 @@ class HistogramChange(models.Model):
     before = models.BinaryField()
     after = models.BinaryField()
     detected_at = models.DateTimeField(auto_now_add=True)
-    state = models.CharField(max_length=12, choices=STATES, default=NEW)
-    state_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-        related_name="+",
-    )
-    state_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-detected_at", "-id"]
@@ -210,7 +202,6 @@ class HistogramChange(models.Model):
             # Detection runs again after every ingest: a change is stored once.
             models.UniqueConstraint(fields=["probe", "build_id"], name="change_unique_build"),
         ]
-        indexes = [models.Index(fields=["state", "detected_at"], name="change_state_time")]
 
     def __str__(self) -> str:
         return f"{self.probe.name} at {self.build_id} ({self.kind}, {self.distance:.3f})"

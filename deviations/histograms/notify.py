@@ -1,87 +1,75 @@
-"""Who is told about a detected histogram change, and the email they get (once each).
+"""Detected histogram changes as alerts (``deviations.alerts``), and telling people.
 
-Recipients: every active histogram subscription whose pattern matches the probe name
-(``fnmatch``: ``*``, ``?``, ``[...]``, case-sensitive), and the probe's owners
-(``Probe.alert_emails``) unless they unsubscribed from that probe (an inactive
-subscription naming it) or from every probe (an inactive ``*``). Claiming, sending and
-digests are ``deviations.alerts.services``'.
+Each ``HistogramChange`` becomes one ``Alert`` (detector ``histogram``, its probe's
+family: the name up to its first ``_``, so ``GC_MS`` and ``GC_SLICE_MS`` changing at
+overlapping builds are one group). Who is told and the email are
+``deviations.alerts.notify``'s: the probe's subscribers (patterns) and owners
+(``Probe.alert_emails``), one email per group, once.
 """
 
 from __future__ import annotations
 
-import fnmatch
+from django.db.models import Q
 
-from deviations.alerts import services as alerts
-from deviations.alerts.models import SentAlert, Subscription
-from deviations.alerts.services import Recipient, normalise_email
-from deviations.histograms.models import HistogramChange, Probe
+from deviations.alerts import notify as alert_notify
+from deviations.alerts.models import Alert
+from deviations.alerts.recording import AlertData, record
+from deviations.core.versions import sort_key
+from deviations.histograms.models import HistogramChange
 
-
-def histogram_recipients(probe: Probe) -> list[Recipient]:
-    subs = list(Subscription.objects.filter(target=Subscription.HISTOGRAM))
-    muted = {
-        s.email for s in subs
-        if not s.active and not s.pending and s.pattern in (probe.name, alerts.ALL)
-    }
-    found: dict[str, Recipient] = {}
-    for s in sorted(subs, key=lambda s: (s.digest, s.pk)):  # immediate before digest
-        if s.active and s.email not in found and fnmatch.fnmatchcase(probe.name, s.pattern):
-            found[s.email] = Recipient(
-                s.email, s.digest, s.pattern, f"you subscribed to {s.pattern!r}"
-            )
-    for owner in probe.alert_emails:
-        email = normalise_email(owner)
-        if email not in found and email not in muted:
-            found[email] = Recipient(
-                email, False, probe.name, "you are listed as an owner (alert_emails) of the probe"
-            )
-    return sorted(found.values(), key=lambda r: r.email)
+#: The one method sentence per rule (docs/statistics.md, histograms).
+_METHOD = {
+    "fixed": "Mozilla's fixed Hellinger cutoff (seed 001)",
+    "adaptive": "adaptive Hellinger cutoff over the probe's own noise (seed 001)",
+}
 
 
-def change_summary(change: HistogramChange) -> str:
-    kind = "shift" if change.kind == "shift" else "shape change"
-    return (
-        f"{change.probe.name}: {kind} at build {change.build_id} "
-        f"(Hellinger distance {change.distance:.3f}, cutoff {change.cutoff:.3f})"
-    )
+def probe_family(name: str) -> str:
+    """``GC_SLICE_MS`` -> ``GC``: probes of one family change together and are triaged as
+    one group."""
+    return name.split("_", 1)[0] or name
 
 
-def _change_body(change: HistogramChange, url: str, why: str) -> str:
-    shift = ""
+def explain(change: HistogramChange) -> str:
+    """The verdict in words, as the alert and the probe page show it."""
+    what = "the distribution changed shape"
     if change.kind == "shift" and change.shift_buckets is not None:
-        shift = f"\nMass moved by {change.shift_buckets:+.2f} buckets."
+        what = f"the distribution shifted by {change.shift_buckets:+.2f} buckets"
     return (
-        f"A change was detected in the Telemetry histogram {change.probe.name}.\n\n"
-        f"Build: {change.build_id} (compared with {change.previous_build_id or '-'})\n"
-        f"Kind: {change.get_kind_display()}{shift}\n"
-        f"Hellinger distance: {change.distance:.4f} (cutoff {change.cutoff:.4f}, "
-        f"{change.rule} rule)\n\n"
-        f"Chart and before/after histograms: {url}\n\n"
-        f"You receive this because {why}."
+        f"{change.probe.name}: {what} between builds {change.previous_build_id or '-'} and "
+        f"{change.build_id}; Hellinger distance {change.distance:.3f} passed the cutoff "
+        f"{change.cutoff:.3f} ({_METHOD.get(change.rule, change.rule + ' rule')}), and the "
+        "following builds confirmed it."
     )
+
+
+def alert_data(change: HistogramChange) -> AlertData:
+    name = change.probe.name
+    shift = change.kind == "shift" and change.shift_buckets is not None
+    return AlertData(
+        key=f"histogram:{change.pk}", detector=Alert.HISTOGRAM, family=probe_family(name),
+        subject=name, from_label=change.previous_build_id or "-", to_label=change.build_id,
+        from_key=sort_key(change.previous_build_id) if change.previous_build_id else "",
+        to_key=change.sort_key, direction=Alert.CHANGE,
+        method=_METHOD.get(change.rule, change.rule), explanation=explain(change),
+        data_at=change.detected_at, probe_id=change.probe_id, change_id=change.pk,
+        rule=change.rule, unit="buckets" if shift else "",
+        effect=change.shift_buckets if shift else None, distance=change.distance,
+        threshold=change.cutoff, ignore_as=(name, name),
+    )
+
+
+def record_histogram_changes(change_ids: list[int]) -> list[int]:
+    """Record these changes, and any stored change still without its alert (a notifier
+    lost with the broker), as alerts; returns the ids of the alerts created."""
+    changes = HistogramChange.objects.filter(
+        Q(pk__in=change_ids) | Q(alert__isnull=True)
+    ).select_related("probe")
+    return record(alert_data(c) for c in changes.order_by("pk"))
 
 
 def notify_histogram_changes(change_ids: list[int]) -> int:
-    """Email (or queue for the digest) each change to each recipient once; returns the
-    number of emails sent by this call."""
-    sent = 0
-    changes = HistogramChange.objects.filter(pk__in=change_ids).select_related("probe")
-    for change in changes.order_by("pk"):
-        url = alerts.site_url(change.get_absolute_url())
-        summary = change_summary(change)
-        for r in histogram_recipients(change.probe):
-            status = SentAlert.QUEUED if r.digest else SentAlert.SENDING
-            alert = alerts.claim(
-                f"histogram:{change.pk}", r.email, status, change=change, summary=summary,
-                url=url,
-            )
-            if alert is None or r.digest:
-                continue
-            alerts.send(
-                alert,
-                f"[deviations] {summary}",
-                _change_body(change, url, r.why),
-                alerts.unsubscribe_url(r.email, Subscription.HISTOGRAM, r.pattern),
-            )
-            sent += 1
-    return sent
+    """Record the changes as alerts, then email the groups that are due (each once);
+    returns the number of emails sent by this call."""
+    record_histogram_changes(change_ids)
+    return alert_notify.notify_due_groups()

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db.models import Count, F, Max, Q, QuerySet
 
+from deviations.alerts.models import Alert
 from deviations.core.packing import name_digest, unpack
 from deviations.histograms.models import HistogramChange, HistogramSnapshot, Probe
 
@@ -19,7 +20,7 @@ def probes_with_changes(search: str = "") -> QuerySet[Probe]:
     probes = Probe.objects.annotate(
         n_builds=Count("snapshots", distinct=True),
         n_changes=Count("changes", distinct=True),
-        n_new=Count("changes", filter=Q(changes__state=HistogramChange.NEW), distinct=True),
+        n_new=Count("changes", filter=Q(changes__alert__status=Alert.NEW), distinct=True),
         last_change=Max("changes__detected_at"),
     )
     if search:
@@ -28,21 +29,29 @@ def probes_with_changes(search: str = "") -> QuerySet[Probe]:
 
 
 def changes_feed(probe: str | None = None, state: str | None = None) -> QuerySet[HistogramChange]:
-    changes = HistogramChange.objects.select_related("probe", "state_by")
+    changes = HistogramChange.objects.select_related("probe", "alert__group",
+                                                     "alert__status_by")
     if probe:
         changes = changes.filter(probe__name_sha1=name_digest(probe))
     if state:
-        changes = changes.filter(state=state)
+        changes = changes.filter(alert__status=state)
     return changes.order_by("-detected_at", "-pk")
 
 
 def change_out(c: HistogramChange) -> dict[str, Any]:
+    """A change for the API; its triage state is its alert's status (``new`` until the
+    alert is recorded)."""
+    try:
+        alert: Alert | None = c.alert
+    except Alert.DoesNotExist:
+        alert = None
     return {
         "id": c.pk, "probe": c.probe.name, "build_id": c.build_id,
         "previous_build_id": c.previous_build_id, "distance": c.distance, "cutoff": c.cutoff,
-        "kind": c.kind, "rule": c.rule, "state": c.state,
-        "state_by": c.state_by.get_username() if c.state_by else None,
-        "state_at": c.state_at.isoformat() if c.state_at else None,
+        "kind": c.kind, "rule": c.rule, "state": alert.status if alert else Alert.NEW,
+        "state_by": alert.status_by.get_username() if alert and alert.status_by else None,
+        "state_at": alert.status_at.isoformat() if alert and alert.status_at else None,
+        "alert_url": alert.get_absolute_url() if alert else None,
         "detected_at": c.detected_at.isoformat(), "page_url": c.get_absolute_url(),
     }
 

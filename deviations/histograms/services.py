@@ -1,26 +1,27 @@
-"""Writes of the histogram pages and API besides ingest: triage of a detected change (by
-the probe's owners, or anyone while it has none: ``deviations.core.access``)."""
+"""Writes of the histogram pages and API besides ingest: triage of a detected change, which
+is its alert's (``deviations.alerts``: by the probe's owners, or anyone while it has none)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.utils import timezone
-
-from deviations.core import access
-from deviations.core.errors import UserError
-from deviations.core.models import Ownership
+from deviations.alerts import services as alerts
+from deviations.alerts.models import Alert
+from deviations.histograms import notify
 from deviations.histograms.models import HistogramChange
 
-STATES = [s for s, _ in HistogramChange.STATES]
+STATES = alerts.STATUSES
+
+
+def change_alert(change: HistogramChange) -> Alert:
+    """The change's alert (recorded now if the detection's notifier has not run yet)."""
+    found = Alert.objects.filter(change=change).select_related("group").first()
+    if found is None:
+        notify.record_histogram_changes([change.pk])
+        found = Alert.objects.select_related("group").get(change=change)
+    return found
 
 
 def set_state(change: HistogramChange, state: str, user: Any) -> None:
-    """Triage: record the new state, who set it and when."""
-    access.check_write(user, Ownership.PROBE, [change.probe.name])
-    if state not in STATES:
-        raise UserError(f"state must be one of {', '.join(STATES)}")
-    change.state = state
-    change.state_by = user if getattr(user, "is_authenticated", False) else None
-    change.state_at = timezone.now()
-    change.save(update_fields=["state", "state_by", "state_at"])
+    """Triage: record the new status of the change's alert, who set it and when."""
+    alerts.triage([change_alert(change)], user, status=state)

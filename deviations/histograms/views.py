@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from deviations.alerts.models import Alert
 from deviations.core.errors import TooLargeError, UserError
 from deviations.core.text import plotly_text
 from deviations.histograms import annotations as notes
@@ -33,7 +34,8 @@ def probe_list(request: HttpRequest) -> HttpResponse:
 
 def probe_detail(request: HttpRequest, probe_id: int) -> HttpResponse:
     probe = get_object_or_404(Probe, pk=probe_id)
-    changes = list(probe.changes.select_related("state_by").order_by("sort_key"))
+    changes = list(probe.changes.select_related("alert__group", "alert__status_by")
+                   .order_by("sort_key"))
     scan = probe.scan or {"builds": [], "distance": [], "cutoff": [], "reason": []}
     held_back = selectors.held_back(scan, {c.build_id for c in changes})
     figure = charts.distance_figure(
@@ -54,7 +56,7 @@ def probe_detail(request: HttpRequest, probe_id: int) -> HttpResponse:
         chosen = changes[-1].build_id if changes else (builds[-1] if builds else None)
     return render(request, "histograms/probe_detail.html", {
         "probe": probe, "changes": changes, "figure": figure, "histograms": histograms,
-        "chosen": chosen, "states": HistogramChange.STATES, "scan": scan,
+        "chosen": chosen, "states": Alert.STATUSES, "scan": scan,
         "annotations": probe_notes,
         "held_back": held_back,
     })
@@ -66,7 +68,7 @@ def changes_feed(request: HttpRequest) -> HttpResponse:
         state = None
     changes = selectors.changes_feed(state=state)[:_PAGE]
     return render(request, "histograms/changes.html", {
-        "changes": changes, "state": state, "states": HistogramChange.STATES,
+        "changes": changes, "state": state, "states": Alert.STATUSES,
     })
 
 

@@ -1,4 +1,5 @@
-"""Tasks of trace series: analyse a series, catch up on missed analyses, email regressions.
+"""Tasks of trace series: analyse a series (then record its alerts and email the groups
+that are due), catch up on missed analyses.
 
 Thin and idempotent, keyed by ids (docs/architecture.md, "Tasks"). Task names keep their
 historical ``deviations.`` prefix so queued messages survive an upgrade.
@@ -22,9 +23,23 @@ def analyse_series(series_id: int) -> str:
     """Recompute a series' statistics unless a stored analysis already saw every run.
 
     Each finished run sends one; the first to run covers the others, which then find the
-    analysis up to date.
+    analysis up to date. Its alerts follow (in-process in the embedded default).
     """
-    return analysis.analyse_series(series_id)
+    result = analysis.analyse_series(series_id)
+    enqueue(series_alerts, series_id)
+    return result
+
+
+@shared_task(
+    name="deviations.series_alerts",
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=5,
+    max_retries=3,
+)
+def series_alerts(series_id: int) -> int:
+    """Record the series' verdicts as alerts, then email the alert groups that are due;
+    returns the emails sent (a second run records and sends nothing new)."""
+    return notify.after_analysis(series_id)
 
 
 @shared_task(name="deviations.analyse_stale_series")
@@ -48,6 +63,9 @@ def analyse_stale_series() -> list[int]:
     max_retries=3,
 )
 def notify_series_regressions() -> int:
-    """Email series subscribers the regressions of releases that arrived since they
-    subscribed (the matrix's stored verdicts; each one once)."""
-    return notify.notify_series_regressions()
+    """The former beat entry (before alert groups), kept so that queued messages are
+    consumed: records every series' alerts and emails the groups that are due."""
+    sent = 0
+    for series_id in Series.objects.values_list("pk", flat=True):
+        sent += notify.after_analysis(series_id)
+    return sent

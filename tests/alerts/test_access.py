@@ -15,8 +15,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core import mail, signing
 
+from deviations.alerts import notify as alert_notify
 from deviations.alerts import services as alerts
-from deviations.alerts.models import Subscription
+from deviations.alerts.models import Alert, Subscription
 from deviations.histograms import notify as histogram_notify
 from deviations.histograms.models import HistogramChange, Probe
 
@@ -54,7 +55,9 @@ def test_subscribing_someone_else_waits_for_their_confirmation(client: Any, mall
     assert "/histograms/unsubscribe/" not in page
     # A pending request mutes nothing: the victim still gets their probe's alerts.
     change = _probe_with_change()
-    assert [r.email for r in histogram_notify.histogram_recipients(change.probe)] == [VICTIM]
+    histogram_notify.record_histogram_changes([change.pk])
+    group = Alert.objects.get(change=change).group
+    assert [r.email for r in alert_notify.probe_recipients(group)] == [VICTIM]
     # The victim confirms through the link.
     link = re.search(r"http://\S+/histograms/confirm/(\S+)/", message.body)
     assert link is not None

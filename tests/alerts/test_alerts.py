@@ -1,4 +1,5 @@
 """Email alerts: who is told, once; unsubscribe without login; digest; trace regressions.
+(Groups, confirmation and triage: test_groups.py; pages: test_pages.py.)
 
 Unit tests use Django's locmem backend (pytest-django's default in tests); one
 integration test delivers through a real SMTP server on loopback (aiosmtpd).
@@ -25,7 +26,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from deviations.alerts import services as alerts
-from deviations.alerts.models import SentAlert, Subscription
+from deviations.alerts.models import Alert, SentAlert, Subscription
+from deviations.alerts.recording import AlertData
 from deviations.alerts.tasks import send_alert_digests
 from deviations.core.models import ApiToken
 from deviations.histograms import demo as histogram_demo
@@ -33,7 +35,6 @@ from deviations.histograms import notify as histogram_notify
 from deviations.histograms.models import HistogramChange, Probe
 from deviations.histograms.tasks import detect_histogram_changes, notify_histogram_changes
 from deviations.traces import notify as trace_notify
-from deviations.traces import selectors
 from deviations.traces.models import Release, Series
 from tests.conftest import renderer_events
 from tests.core.test_services import worker  # noqa: F401  (the real Celery worker fixture)
@@ -42,11 +43,14 @@ pytestmark = pytest.mark.django_db
 
 
 def make_change(name: str = "GC_MS", build: str = "20260101", owners=()) -> HistogramChange:
+    """A change at ``build`` against the build before it (changes at other builds are
+    other alert groups)."""
     probe, _ = Probe.objects.get_or_create(
         name=name, defaults={"alert_emails": list(owners)}
     )
     return HistogramChange.objects.create(
-        probe=probe, build_id=build, previous_build_id="20251231", distance=0.2, cutoff=0.1,
+        probe=probe, build_id=build, previous_build_id=str(int(build) - 1), distance=0.2,
+        cutoff=0.1,
         kind="shift", shift_buckets=2.0, rule="adaptive", edges=b"", before=b"", after=b"",
     )
 
@@ -63,8 +67,13 @@ def test_pattern_subscribers_and_owners_get_one_email_each() -> None:
     assert notify_histogram_changes.delay([change.pk]).get() == 2
     assert sorted(m.to[0] for m in mail.outbox) == ["bob@example.org", "owner@example.org"]
     message = next(m for m in mail.outbox if m.to == ["bob@example.org"])
-    assert message.subject.startswith("[deviations] GC_MS: shift at build 20260101")
-    assert f"/histograms/probes/{change.probe_id}/?build=20260101" in message.body
+    assert message.subject == (
+        "[deviations] GC_MS: change from 20260100 to 20260101 (distance 0.200, cutoff 0.100)"
+    )
+    assert "GC_MS: the distribution shifted by +2.00 buckets between builds 20260100 and " \
+        "20260101; Hellinger distance 0.200 passed the cutoff 0.100" in message.body
+    assert f"/histograms/probes/{change.probe_id}/" in message.body
+    assert f"/alerts/groups/{change.alert.group_id}/" in message.body
     assert "you subscribed to 'GC_*'" in message.body
     assert message.extra_headers["List-Unsubscribe"].startswith("<http://127.0.0.1:8000/")
 
@@ -142,14 +151,27 @@ def test_daily_digest() -> None:
     assert send_alert_digests.delay().get() == 1
     (message,) = mail.outbox
     assert message.subject == "[deviations] daily digest: 2 alert(s)"
-    assert "- A: shift at build" in message.body
-    assert "- B: shift at build" in message.body
+    assert "- A: change from 20260100 to 20260101" in message.body
+    assert "- B: change from 20260100 to 20260101" in message.body
     assert "Unsubscribe from all histogram alerts: http" in message.body
     assert alerts.send_digests() == 0  # nothing queued any more
     assert set(SentAlert.objects.values_list("status", flat=True)) == {SentAlert.SENT}
 
 
-def _subscriber_and_a_new_release() -> None:
+def _trace_alert(series: Series, function: str, diff: float = 120.0) -> AlertData:
+    """A regression of ``function`` between the releases "1" and "2" of ``series``."""
+    a, b = series.releases.order_by("sort_key")
+    return AlertData(
+        key=f"trace:{series.pk}:{function}", detector=Alert.TRACE, family=series.name,
+        subject=function, from_label="1", to_label="2", from_key=a.sort_key,
+        to_key=b.sort_key, direction=Alert.REGRESSION, method="seed 003",
+        explanation=f"{function}: median self time rose", data_at=b.created,
+        series_id=series.pk, metric="self", rule="paper", unit="µs", before=100.0,
+        effect=diff, effect_pct=diff,
+    )
+
+
+def _subscriber_and_a_new_release() -> Series:
     """Series "s": release 1 from before a subscription of t@example.org, release 2 after."""
     series = Series.objects.create(name="s")
     old = Release.objects.create(series=series, version="1")
@@ -157,49 +179,27 @@ def _subscriber_and_a_new_release() -> None:
     Subscription.objects.filter(pk=sub.pk).update(created=timezone.now() - timedelta(days=1))
     Release.objects.filter(pk=old.pk).update(created=timezone.now() - timedelta(days=2))
     Release.objects.create(series=series, version="2")
-
-
-def test_series_regressions_of_new_releases(monkeypatch) -> None:
-    _subscriber_and_a_new_release()
-    rows = [
-        {"function": "Paint", "from_release": "1", "to_release": "2", "verdict": "regression",
-         "diff": 120.0},
-        {"function": "Layout", "from_release": "1", "to_release": "2",
-         "verdict": "improvement", "diff": -50.0},
-        {"function": "Old", "from_release": "0", "to_release": "1", "verdict": "regression",
-         "diff": 5.0},
-    ]
-    monkeypatch.setattr(selectors, "deviation_rows", lambda *a: iter(rows))
-    assert trace_notify.notify_series_regressions() == 1
-    assert trace_notify.notify_series_regressions() == 0
-    (message,) = mail.outbox
-    assert message.subject == (
-        "[deviations] s: Paint regressed from 1 to 2 (median self time +120 µs)"
-    )
-    assert "/series/s/" in message.body
+    return series
 
 
 def test_a_line_break_in_a_name_blocks_no_alert(monkeypatch) -> None:
     """Hardening #5: "nl\nBcc: x@y" raised BadHeaderError while the subject was built, and
     every later regression of the pass was never sent."""
-    _subscriber_and_a_new_release()
-    rows = [
-        {"function": name, "from_release": "1", "to_release": "2", "verdict": "regression",
-         "diff": 10.0}
-        for name in ("nl\nBcc: x@y", "cr\r\nX-Evil: 1", "Paint")
-    ]
-    monkeypatch.setattr(selectors, "deviation_rows", lambda *a: iter(rows))
-    assert trace_notify.notify_series_regressions() == 3
-    subjects = sorted(m.subject for m in mail.outbox)
-    assert all("\n" not in s and "\r" not in s for s in subjects)
-    assert "[deviations] s: nl Bcc: x@y regressed from 1 to 2 (median self time +10 µs)" in (
-        subjects
-    )
-    for m in mail.outbox:
-        headers = {k.lower() for k in m.message().keys()}
-        assert "bcc" not in headers
-        assert "x-evil" not in headers
-        assert m.recipients() == ["t@example.org"]
+    series = _subscriber_and_a_new_release()
+    items = [_trace_alert(series, name, diff)
+             for name, diff in (("nl\nBcc: x@y", 30.0), ("cr\r\nX-Evil: 1", 20.0),
+                                ("Paint", 10.0))]
+    monkeypatch.setattr(trace_notify, "series_alerts", lambda s: items)
+    assert trace_notify.after_analysis(series.pk) == 1  # one group, one email
+    (m,) = mail.outbox
+    assert "\n" not in m.subject
+    assert "\r" not in m.subject
+    assert m.subject.startswith("[deviations] s: 3 regressions between 1 and 2 (largest: "
+                                "nl Bcc: x@y (self time, paper rule)")
+    headers = {k.lower() for k in m.message().keys()}
+    assert "bcc" not in headers
+    assert "x-evil" not in headers
+    assert m.recipients() == ["t@example.org"]
 
 
 def test_series_regression_from_a_real_analysis(tmp_path) -> None:
@@ -217,11 +217,23 @@ def test_series_regression_from_a_real_analysis(tmp_path) -> None:
     ingest("1.1", [300, 310, 295, 305, 302])  # a regression from before the subscription
     alerts.subscribe("t@example.org", "s", target=Subscription.SERIES)
     ingest("1.2", [301, 299, 306, 297, 303])
-    ingest("1.3", [900, 910, 895, 905, 902])  # a regression after it
-    assert trace_notify.notify_series_regressions() == 1
-    (message,) = mail.outbox
-    assert message.subject.startswith("[deviations] s: Paint regressed from 1.2 to 1.3")
-    assert trace_notify.notify_series_regressions() == 0
+    assert mail.outbox == []
+    ingest("1.3", [900, 910, 895, 905, 902])  # a regression after it: emailed by the CLI
+    (message,) = mail.outbox  # one email for the group (self and total, both rules)
+    assert message.subject.startswith("[deviations] s: 2 regressions between 1.2 and 1.3")
+    assert "Paint: median self time rose 200% (+601 µs, 95% interval +580 to +622 µs)" \
+        in message.body
+    assert "between 1.2 and 1.3, 5 runs each; seed 003 rule: the intervals do not overlap." \
+        in message.body
+    assert "/series/s/compare/?base=1.2&new=1.3" in message.body
+    group = Alert.objects.get(subject="Paint", metric="self", rule="paper",
+                              to_label="1.3").group
+    assert f"/alerts/groups/{group.pk}/" in message.body
+    # The recommended rule's newest boundary would be provisional: not emailed yet.
+    assert all(a.provisional for a in group.alerts.filter(rule="recommended"))
+    assert "recommended rule" not in message.body
+    assert trace_notify.after_analysis(Series.objects.get().pk) == 0
+    assert send_alert_digests.delay().get() == 0
 
 
 def test_subscription_page(client) -> None:
@@ -296,13 +308,13 @@ def test_subscribe_ingest_detect_one_email_over_smtp(client, committed, smtp_ser
     )
     change = HistogramChange.objects.get(probe__name="TAB_SWITCH_MS")
     assert change.build_id == histogram_demo.build_ids()[40]
-    assert message["Subject"] == f"[deviations] {histogram_notify.change_summary(change)}"
     assert message["Subject"].startswith(
-        f"[deviations] TAB_SWITCH_MS: shape change at build {change.build_id} "
+        f"[deviations] TAB_SWITCH_MS: change from {change.previous_build_id} to "
+        f"{change.build_id} (distance "
     )
     assert message["To"] == "alice@example.org"
     body = message.get_content()
-    assert "Kind: shape change" in body
+    assert "TAB_SWITCH_MS: the distribution changed shape between builds" in body
     url = re.search(r"Unsubscribe: (\S+)", body).group(1)
     assert message["List-Unsubscribe"].strip() == f"<{url}>"  # a long header is folded
     # The same changes again (a redelivered task, the hourly pass): nothing more arrives.

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 
+from deviations.alerts.models import Alert
 from deviations.histograms import charts as histogram_charts
 from deviations.histograms import demo as histogram_demo
 from deviations.histograms.models import HistogramChange, Probe
@@ -75,14 +76,14 @@ def test_triage_needs_login_and_records_who_and_when(client, demo, alice) -> Non
     change = HistogramChange.objects.get(probe__name="GC_MS")
     url = f"/histograms/changes/{change.pk}/state/"
     assert client.post(url, {"state": "fixed"}).status_code == 302  # to the login page
-    assert HistogramChange.objects.get(pk=change.pk).state == "new"
+    assert HistogramChange.objects.get(pk=change.pk).alert.status == "new"  # triage: its alert
     client.force_login(alice)
     assert client.post(url, {"state": "bogus"}).status_code == 400
     response = client.post(url, {"state": "acknowledged", "next": "/histograms/changes/"})
     assert response.status_code == 302
     assert response["Location"] == "/histograms/changes/"
-    change.refresh_from_db()
-    assert (change.state, change.state_by, change.state_at is not None) == (
+    alert = Alert.objects.get(change=change)
+    assert (alert.status, alert.status_by, alert.status_at is not None) == (
         "acknowledged", alice, True
     )
     assert client.post(url, {"state": "fixed", "next": "//evil.example"})["Location"] == (
@@ -163,9 +164,9 @@ def test_triage_flow_in_the_browser(page: Any) -> None:
     assert row.locator("[data-state]").get_attribute("data-state") == "acknowledged"
     assert "by alice" in row.inner_text()
     page.screenshot(path=str(ARTIFACTS / "histogram-triage.png"), full_page=True)
-    change.refresh_from_db()
-    assert change.state == "acknowledged"
-    assert change.state_by.username == "alice"
+    alert = Alert.objects.get(change=change)
+    assert alert.status == "acknowledged"
+    assert alert.status_by.username == "alice"
 
 
 def test_rule_parameters_are_editable_in_the_admin(client, demo) -> None:

@@ -7,6 +7,7 @@ from django.core.management.base import CommandError, CommandParser
 from deviations.management import base
 from deviations.traces.analysis import analyse_series
 from deviations.traces.models import Series
+from deviations.traces.notify import after_analysis
 
 
 class Command(base.Command):
@@ -41,3 +42,4 @@ class Command(base.Command):
                 raise CommandError(f"no series named {opts['series']!r}") from exc
         for series in chosen:
             self.stdout.write(f"{series.name}: {analyse_series(series.pk, force=opts['full'])}")
+            after_analysis(series.pk)  # its alerts, and the emails that are due

@@ -13,6 +13,7 @@ from deviations.management import base
 from deviations.traces import demo
 from deviations.traces.analysis import analyse_series
 from deviations.traces.models import Run, Series
+from deviations.traces.notify import after_analysis
 from ingest.services import ThreadOptions, get_release, ingest_local_file
 
 SERIES = "chromium-demo.example-load"
@@ -75,6 +76,7 @@ class Command(base.Command):
                 failed += run.status != Run.DONE
         series = Series.objects.get(name=SERIES)
         self.stdout.write(f"analysis: {analyse_series(series.pk)}")
+        after_analysis(series.pk)  # the planted changes become alert groups
         Series.objects.filter(name=SERIES).update(
             description="Generated demo: Paint regresses at 56.0.2906.0, Layout improves at "
             "56.0.2911.0, V8.ScriptCompiler digresses over 56.0.2900.0-56.0.2905.0."

@@ -93,9 +93,11 @@ class Command(base.Command):
             # Imported here: the analysis brings SciPy (~0.4 s), which --help and a run of
             # bad files never need.
             from deviations.traces.analysis import analyse_series
+            from deviations.traces.notify import after_analysis
 
             series_id = next(iter(releases.values())).series_id
             self.stdout.write(f"analysis: {analyse_series(series_id)}")
+            after_analysis(series_id)  # its alerts, and the emails that are due
         if failed:
             raise CommandError(f"{failed} of {len(entries)} file(s) failed")
 

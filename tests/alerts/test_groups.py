@@ -1,0 +1,276 @@
+"""Alerts of every detector: recording, groups, confirmation before email, triage, ignores."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+from django.contrib.auth import get_user_model
+from django.core import mail
+from django.utils import timezone
+
+from deviations.alerts import notify, services
+from deviations.alerts.models import (
+    Alert,
+    AlertGroup,
+    AlertNote,
+    Ignore,
+    SentAlert,
+    Subscription,
+)
+from deviations.alerts.recording import AlertData, record, sync
+from deviations.core.access import ForbiddenError
+from deviations.core.errors import UserError
+from deviations.core.models import Ownership
+from deviations.core.packing import name_digest
+from deviations.traces import notify as trace_notify
+from deviations.traces.models import Function, Release, Series
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def series() -> Series:
+    """Series "s" with releases 1..6 created a day ago (before any subscription below)."""
+    s = Series.objects.create(name="s")
+    for v in range(1, 7):
+        Release.objects.create(series=s, version=str(v))
+    Release.objects.filter(series=s).update(created=timezone.now() - timedelta(days=1))
+    return s
+
+
+def trace(series: Series, function: str, a: str, b: str, *, pct: float = 50.0,
+          provisional: bool = False, direction: str = Alert.REGRESSION,
+          rule: str = "paper") -> AlertData:
+    ra, rb = (Release.objects.get(series=series, version=v) for v in (a, b))
+    fn, _ = Function.objects.get_or_create(series=series, name=function,
+                                           defaults={"name_sha1": function})
+    return AlertData(
+        key=f"trace:{series.pk}:{function}:{rule}:{a}:{b}", detector=Alert.TRACE,
+        family=series.name, subject=function, from_label=a, to_label=b,
+        from_key=ra.sort_key, to_key=rb.sort_key, direction=direction, method="m",
+        explanation=f"{function}: median self time rose {pct:.0f}% between {a} and {b}",
+        data_at=timezone.now(), series_id=series.pk, function_id=fn.pk, metric="self",
+        rule=rule, unit="µs", before=1000.0, effect=10 * pct, effect_pct=pct,
+        provisional=provisional,
+    )
+
+
+def subscribe(email: str = "t@example.org", **kwargs: Any) -> Subscription:
+    sub = services.subscribe(email, "s", target=Subscription.SERIES, **kwargs)
+    Subscription.objects.filter(pk=sub.pk).update(created=timezone.now() - timedelta(hours=1))
+    return sub
+
+
+# --- Recording and groups ------------------------------------------------------------------
+
+
+def test_overlapping_ranges_form_one_group_and_a_bridge_merges_two(series) -> None:
+    record([trace(series, "Paint", "2", "3"), trace(series, "Layout", "2", "3"),
+            trace(series, "Paint", "4", "5")])
+    assert AlertGroup.objects.count() == 2
+    first = Alert.objects.get(subject="Layout").group
+    assert (first.from_label, first.to_label, first.alerts.count()) == ("2", "3", 2)
+    # An alert over 2..5 (a release range) overlaps both: they merge into the older one.
+    record([trace(series, "HitTest", "2", "5")])
+    (group,) = AlertGroup.objects.all()
+    assert (group.pk, group.from_label, group.to_label, group.alerts.count()) == (
+        first.pk, "2", "5", 4)
+
+
+def test_recording_again_keeps_the_triage_and_updates_the_numbers(series) -> None:
+    (pk,) = record([trace(series, "Paint", "2", "3", provisional=True)])
+    Alert.objects.filter(pk=pk).update(status=Alert.ACKNOWLEDGED, bug_url="https://b/1")
+    assert record([trace(series, "Paint", "2", "3", pct=60.0)]) == []
+    alert = Alert.objects.get(pk=pk)
+    assert (alert.status, alert.bug_url, alert.effect_pct, alert.provisional) == (
+        Alert.ACKNOWLEDGED, "https://b/1", 60.0, False)
+
+
+def test_a_verdict_that_disappears_withdraws_its_untriaged_alert(series) -> None:
+    sync(Alert.objects.none(), [trace(series, "Paint", "2", "3"),
+                                trace(series, "Layout", "4", "5")])
+    Alert.objects.filter(subject="Layout").update(status=Alert.FIXED)
+    stored = Alert.objects.filter(series=series)
+    assert sync(stored, []) == (0, 1)  # Paint deleted, Layout (triaged) kept
+    assert list(Alert.objects.values_list("subject", flat=True)) == ["Layout"]
+    assert AlertGroup.objects.count() == 1
+
+
+def test_provisional_pairs_are_the_recommended_rules_newest_boundaries() -> None:
+    assert trace_notify.provisional_pairs("paper", 5).tolist() == [False] * 5
+    assert trace_notify.provisional_pairs("recommended", 5).tolist() == [
+        False, False, False, True, True]
+    assert trace_notify.provisional_pairs("recommended", 1).tolist() == [True]
+
+
+def test_explanation_in_words() -> None:
+    text = trace_notify.explain("Paint", "self", "paper", 3244.0, 2660.0, 2240.0, 3080.0,
+                                82.0, "56.0.2905.0", "56.0.2906.0", 5, 5, None, False)
+    assert text == (
+        "Paint: median self time rose 82% (+2.66 ms, 95% interval +2.24 to +3.08 ms) between "
+        "56.0.2905.0 and 56.0.2906.0, 5 runs each; seed 003 rule: the intervals do not "
+        "overlap."
+    )
+    text = trace_notify.explain("Layout", "total", "recommended", 520.0, -214.0, -250.0,
+                                -180.0, -41.2, "1", "2", 5, 6, 0.0012, True)
+    assert text.startswith("Layout: median total time fell 41% (-214 µs, 95% interval -250 "
+                           "to -180 µs) between 1 and 2, 5 and 6 runs; recommended rule: "
+                           "Mann–Whitney test of the 3 releases on each side (p = 0.0012, ")
+    assert text.endswith("(provisional: the next releases can still change it).")
+
+
+# --- Confirmation before telling anyone ------------------------------------------------------
+
+
+def test_one_email_per_group_with_its_top_alerts(series) -> None:
+    subscribe()
+    record([trace(series, f"F{k}", "2", "3", pct=10.0 + k) for k in range(12)]
+           + [trace(series, "Late", "5", "6")])
+    assert notify.notify_due_groups() == 2
+    first, second = sorted(mail.outbox, key=lambda m: m.subject)
+    assert first.subject == ("[deviations] s: 12 regressions between 2 and 3 (largest: F11 "
+                             "(self time, paper rule): regression +21% (+210 µs) from 2 to 3)")
+    body = first.body
+    assert body.index("1. F11: median self time rose 21%") < body.index("2. F10:")
+    assert "... and 2 more on the group page." in body
+    assert "F0:" not in body  # the 10 largest only
+    assert "/series/s/compare/?base=2&new=3" in body
+    assert notify.notify_due_groups() == 0  # once
+
+
+def test_a_provisional_flag_is_emailed_only_after_the_delay(series, settings) -> None:
+    settings.DEVIATIONS_ALERT_CONFIRM_SECONDS = 3600
+    subscribe()
+    record([trace(series, "Paint", "5", "6", provisional=True)])
+    assert notify.notify_due_groups() == 0
+    assert mail.outbox == []
+    later = timezone.now() + timedelta(hours=2)
+    assert notify.notify_due_groups(now=later) == 1
+    assert "Paint" in mail.outbox[0].subject
+
+
+def test_a_provisional_flag_that_flips_back_never_reaches_an_inbox(series) -> None:
+    subscribe()
+    record([trace(series, "Paint", "5", "6", provisional=True)])
+    assert notify.notify_due_groups() == 0
+    sync(Alert.objects.filter(series=series), [])  # the next analysis: no verdict any more
+    assert notify.notify_due_groups(now=timezone.now() + timedelta(days=3)) == 0
+    assert mail.outbox == []
+    assert not AlertGroup.objects.exists()
+
+
+def test_improvements_are_recorded_but_emailed_only_on_request(series) -> None:
+    subscribe("plain@example.org")
+    subscribe("keen@example.org", improvements=True)
+    record([trace(series, "Layout", "3", "4", pct=-40.0, direction=Alert.IMPROVEMENT)])
+    assert notify.notify_due_groups() == 1
+    (message,) = mail.outbox
+    assert message.to == ["keen@example.org"]
+    assert "1 improvement between 3 and 4" in message.body
+    assert Alert.objects.get().status == Alert.NEW  # shown on the pages either way
+
+
+def test_owners_are_told_and_only_of_data_after_they_subscribed(series) -> None:
+    owner = get_user_model().objects.create_user("o", "o@example.org")
+    Ownership.objects.create(kind=Ownership.SERIES, name="s", user=owner)
+    old = trace(series, "Old", "2", "3")
+    record([AlertData(**{**old.__dict__, "data_at": timezone.now() - timedelta(days=2)})])
+    record([trace(series, "Paint", "4", "5")])
+    assert notify.notify_due_groups() == 1
+    (message,) = mail.outbox
+    assert message.to == ["o@example.org"]
+    assert "you own the series s" in message.body
+    assert "Paint" in message.subject
+
+
+def test_what_the_former_notifier_sent_is_not_sent_again(series) -> None:
+    """Before alert groups, each paper-rule regression was emailed on its own, claimed as
+    series:<series>:<function digest>:<release>; an upgrade does not repeat it."""
+    subscribe()
+    SentAlert.objects.create(subject=f"series:{series.pk}:{name_digest('Paint')}:3",
+                             email="t@example.org", status=SentAlert.SENT, summary="old")
+    record([trace(series, "Paint", "2", "3"), trace(series, "Layout", "4", "5")])
+    assert notify.notify_due_groups() == 1
+    assert "Layout" in mail.outbox[0].subject
+
+
+def test_digest_subscribers_get_one_line_per_group(series) -> None:
+    subscribe(digest=True)
+    record([trace(series, "Paint", "2", "3"), trace(series, "Layout", "2", "3")])
+    assert notify.notify_due_groups() == 0
+    assert services.send_digests() == 1
+    assert "- s: 2 regressions between 2 and 3" in mail.outbox[0].body
+
+
+# --- Triage, notes, ignores --------------------------------------------------------------------
+
+
+def test_bulk_triage_changes_every_selected_alert_and_checks_ownership(series) -> None:
+    alice = get_user_model().objects.create_user("alice", "a@example.org")
+    bob = get_user_model().objects.create_user("bob", "b@example.org")
+    record([trace(series, n, "2", "3") for n in ("Paint", "Layout", "HitTest")])
+    chosen = list(Alert.objects.filter(subject__in=["Paint", "Layout"]))
+    assert services.triage(chosen, alice, status=Alert.ACKNOWLEDGED, bug_url="https://b/9",
+                           assignee="bob", note="one cause") == 2
+    rows = Alert.objects.order_by("subject").values_list("subject", "status", "bug_url",
+                                                         "assignee__username")
+    assert list(rows) == [("HitTest", "new", "", None),
+                          ("Layout", "acknowledged", "https://b/9", "bob"),
+                          ("Paint", "acknowledged", "https://b/9", "bob")]
+    assert AlertNote.objects.filter(author=alice, text="one cause").count() == 2
+    with pytest.raises(UserError, match="status must be one of"):
+        services.triage(chosen, alice, status="gone")
+    with pytest.raises(UserError, match="http"):
+        services.triage(chosen, alice, bug_url="javascript:alert(1)")
+    with pytest.raises(UserError, match="no user named"):
+        services.triage(chosen, alice, assignee="nobody")
+    Ownership.objects.create(kind=Ownership.SERIES, name="s", user=alice)
+    with pytest.raises(ForbiddenError):
+        services.triage(chosen, bob, status=Alert.INVALID)
+
+
+def test_ignoring_a_function_mutes_it_and_undo_restores(series) -> None:
+    alice = get_user_model().objects.create_user("alice", "a@example.org")
+    subscribe()
+    record([trace(series, "Noisy", "2", "3")])
+    paint = Function.objects.get(name="Noisy")
+    ignored = services.ignore(Ignore.FUNCTION, "s", "Noisy", alice, function=paint)
+    assert Alert.objects.get().status == Alert.IGNORED
+    record([trace(series, "Noisy", "4", "5")])  # a later alert is recorded, ignored
+    assert set(Alert.objects.values_list("status", flat=True)) == {Alert.IGNORED}
+    assert notify.notify_due_groups() == 0
+    assert mail.outbox == []
+    services.unignore(ignored, alice)
+    record([trace(series, "Noisy", "5", "6")])
+    assert Alert.objects.get(to_label="6").status == Alert.NEW
+
+
+def test_series_alerts_from_a_stored_analysis(monkeypatch, series) -> None:
+    """The stored matrices' regressions and improvements become alerts; other verdicts
+    do not."""
+    fn = Function.objects.create(series=series, name="Paint", name_sha1="p")
+    releases = list(series.releases.order_by("sort_key"))[:3]
+    verdict = np.array([[2, 0]], dtype=np.int8)  # a regression, then an overlap
+
+    def stored(s: Any, metric: str, estimator: str, rule: str, keys: Any) -> dict[str, Any]:
+        return {
+            "release_ids": np.array([r.pk for r in releases]),
+            "function_ids": np.array([fn.pk]), "verdict": verdict,
+            "estimate": np.array([[100.0, 200.0, 210.0]]), "n": np.array([[5, 5, 6]]),
+            "diff": np.array([[100.0, 10.0]]), "diff_lo": np.array([[80.0, -5.0]]),
+            "diff_hi": np.array([[120.0, 25.0]]), "p_value": np.array([[0.001, 0.3]]),
+        }
+
+    monkeypatch.setattr(trace_notify.selectors, "stored_analysis", stored)
+    items = trace_notify.series_alerts(series)
+    assert len(items) == 4  # 2 metrics x 2 rules
+    paper = next(d for d in items if d.metric == "self" and d.rule == "paper")
+    assert (paper.from_label, paper.to_label, paper.effect, paper.effect_pct,
+            paper.effect_pct_lo, paper.n_before, paper.provisional) == (
+        "1", "2", 100.0, 100.0, 80.0, 5, False)
+    recommended = next(d for d in items if d.metric == "self" and d.rule == "recommended")
+    assert recommended.provisional  # one of the last two boundaries
+    assert "p = 0.001" in recommended.explanation
