@@ -33,7 +33,19 @@ code  string                     meaning
   1   ``significant_overlap``    significant, but not retained as a deviation
   2   ``regression``             deviation for the worse
   3   ``improvement``            deviation for the better
+  4   ``appeared``               absent from every run of the earlier release,
+                                 measured in the later one
+  5   ``vanished``               measured in the earlier release, absent from
+                                 every run of the later one
 ====  =========================  ==============================================
+
+*Absent* (:func:`absent_releases`): every run of the release has exactly 0 for the
+function (the trace did not record it: a headed/headless switch, a renamed or new
+function). An absent release is not a measurement of 0 µs: a pair with one absent side
+is ``appeared`` or ``vanished`` (never a regression or improvement), a pair absent on
+both sides has no difference (``nonsignificant_overlap``), and the recommended rule's
+window tests leave absent releases out and give no p-value to a boundary touching one,
+so they never enter the Benjamini–Hochberg family.
 
 The codes are stored; they never change meaning.
 
@@ -72,16 +84,19 @@ from .multiple import benjamini_hochberg
 from .ranks import _mann_whitney_rows
 
 __all__ = [
+    "APPEARED",
     "IMPROVEMENT",
     "NONSIGNIFICANT_OVERLAP",
     "NO_VERDICT",
     "REGRESSION",
     "SIGNIFICANT_OVERLAP",
+    "VANISHED",
     "VERDICTS",
     "Comparison",
     "ComparisonMatrix",
     "PairStatistics",
     "WindowTests",
+    "absent_releases",
     "compare",
     "compare_matrix",
     "digressions",
@@ -94,18 +109,25 @@ __all__ = [
 
 Estimator = Literal["median", "mean"]
 Rule = Literal["paper", "recommended"]
-Verdict = Literal["nonsignificant_overlap", "significant_overlap", "regression", "improvement"]
+Verdict = Literal[
+    "nonsignificant_overlap", "significant_overlap", "regression", "improvement", "appeared",
+    "vanished",
+]
 
 NO_VERDICT: Final = -1
 NONSIGNIFICANT_OVERLAP: Final = 0
 SIGNIFICANT_OVERLAP: Final = 1
 REGRESSION: Final = 2
 IMPROVEMENT: Final = 3
+APPEARED: Final = 4
+VANISHED: Final = 5
 VERDICTS: Final[tuple[Verdict, ...]] = (
     "nonsignificant_overlap",
     "significant_overlap",
     "regression",
     "improvement",
+    "appeared",
+    "vanished",
 )
 """``VERDICTS[code]`` is the exported string of a verdict code ``>= 0``."""
 
@@ -139,6 +161,41 @@ def _deviation_codes(increase: BoolArray, direction: Direction) -> IntArray:
         up, down = IMPROVEMENT, REGRESSION
     codes: IntArray = np.where(increase, up, down)
     return codes
+
+
+def absent_releases(samples: npt.ArrayLike) -> BoolArray:
+    """Which (function, release) cells are *absent*: every run exactly 0.
+
+    Parameters
+    ----------
+    samples : array_like of float64, shape (..., runs)
+        Run times, NaN-padded.
+
+    Returns
+    -------
+    ndarray of bool, shape ``samples.shape[:-1]``
+        ``True`` where at least :data:`~deviations.stats.intervals.MIN_RUNS` runs are
+        given and each is 0. Trace times are 0 where a run did not record the function
+        at all, so such a release says nothing about how long the function takes.
+    """
+    x = np.asarray(samples, dtype=np.float64)
+    given = ~np.isnan(x)
+    out: BoolArray = (np.sum(given, axis=-1) >= MIN_RUNS) & ~np.any(given & (x != 0), axis=-1)
+    return out
+
+
+def _appearance(
+    code: npt.ArrayLike, absent_a: BoolArray, absent_b: BoolArray
+) -> Int8Array:
+    """Verdict codes with absent releases taken into account (module docstring)."""
+    c = np.asarray(code)
+    out: Int8Array = np.where(
+        c == NO_VERDICT, NO_VERDICT,
+        np.where(absent_a & ~absent_b, APPEARED,
+                 np.where(~absent_a & absent_b, VANISHED,
+                          np.where(absent_a & absent_b, NONSIGNIFICANT_OVERLAP, c))),
+    ).astype(np.int8)
+    return out
 
 
 @dataclass(frozen=True)
@@ -256,6 +313,8 @@ def compare(
     ``direction`` (``diff > 0`` for run times), otherwise ``improvement``; only the first ⇒
     ``significant_overlap``; otherwise ``nonsignificant_overlap`` (this includes
     the rare case of separate intervals whose difference is not significant).
+    Before the two conditions, a release absent from every run (all 0,
+    :func:`absent_releases`) makes the pair ``appeared`` or ``vanished``.
 
     References
     ----------
@@ -268,10 +327,12 @@ def compare(
     """
     check_confidence(confidence)
     _check_direction(direction)
-    sa = _stats(_as_sample(a, "a"), confidence, estimator)
-    sb = _stats(_as_sample(b, "b"), confidence, estimator)
+    xa, xb = _as_sample(a, "a"), _as_sample(b, "b")
+    sa = _stats(xa, confidence, estimator)
+    sb = _stats(xb, confidence, estimator)
     d = diff_ci_array(sa, sb, confidence)
-    code = int(_paper_verdicts(sa, sb, d, direction))
+    code = int(_appearance(_paper_verdicts(sa, sb, d, direction),
+                           absent_releases(xa), absent_releases(xb)))
     return Comparison(
         verdict=VERDICTS[code],
         gap=float(_signed_gap(sa, sb)),
@@ -437,6 +498,11 @@ def window_tests(
     be the ends of the series or lie beyond every window). The result does not depend
     on the NaN padding: ranks, rank sums and medians are exact. One loop over
     boundaries; each step is vectorised over all functions.
+
+    Absent releases (:func:`absent_releases`: every run 0) are left out of the
+    windows, and a boundary next to one (``k`` or ``k+1`` absent) gets NaN: it is
+    ``appeared``, ``vanished`` or absent on both sides, not a measured change, and
+    stays out of the Benjamini–Hochberg family.
     """
     x = np.asarray(samples, dtype=np.float64)
     if x.ndim != 3:
@@ -450,10 +516,16 @@ def window_tests(
     z = np.full((F, len(ks)), np.nan)
     p = np.full((F, len(ks)), np.nan)
     shift = np.full((F, len(ks)), np.nan)
+    absent = absent_releases(x)
+    if absent.any():
+        x = np.where(absent[:, :, np.newaxis], np.nan, x)
     for j, k in enumerate(ks):
         left = x[:, max(0, k + 1 - window) : k + 1, :].reshape(F, -1)
         right = x[:, k + 1 : min(R, k + 1 + window), :].reshape(F, -1)
         z[:, j], p[:, j], shift[:, j] = _mann_whitney_rows(left, right)
+        touching = absent[:, k] | absent[:, k + 1]
+        if touching.any():
+            z[touching, j] = p[touching, j] = shift[touching, j] = np.nan
     return WindowTests(z=z, p_value=p, shift=shift)
 
 
@@ -507,6 +579,7 @@ def pair_statistics(
     confidence: float = 0.95,
     *,
     direction: Direction = "lower_is_better",
+    absent: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
 ) -> PairStatistics:
     """Difference interval, gap and paper verdict of adjacent releases, element-wise.
 
@@ -520,6 +593,10 @@ def pair_statistics(
         Level of the difference interval.
     direction : {"lower_is_better", "higher_is_better"}, default "lower_is_better"
         As in :func:`compare`.
+    absent : pair of bool arrays, optional
+        :func:`absent_releases` of ``a`` and ``b``: pairs with an absent side get
+        ``appeared``/``vanished`` (or no difference when both are absent) and no
+        p-value.
 
     Returns
     -------
@@ -534,14 +611,20 @@ def pair_statistics(
     _check_direction(direction)
     d = diff_ci_array(a, b, confidence)
     paired = (a.n >= MIN_RUNS) & (b.n >= MIN_RUNS)
+    verdict = _paper_verdicts(a, b, d, direction)
+    measured = paired
+    if absent is not None:
+        absent_a, absent_b = (np.asarray(m, dtype=np.bool_) for m in absent)
+        verdict = _appearance(verdict, absent_a, absent_b)
+        measured = paired & ~absent_a & ~absent_b
     return PairStatistics(
         paired=paired,
         gap=np.where(paired, _signed_gap(a, b), np.nan),
         diff=np.where(paired, d.estimate, np.nan),
         diff_lo=np.where(paired, d.lo, np.nan),
         diff_hi=np.where(paired, d.hi, np.nan),
-        paper_verdict=_paper_verdicts(a, b, d, direction),
-        paper_p_value=np.where(paired, _t_p_value(d), np.nan),
+        paper_verdict=verdict,
+        paper_p_value=np.where(measured, _t_p_value(d), np.nan),
     )
 
 
@@ -555,6 +638,7 @@ def recommended_verdicts(
     fdr: float = 0.05,
     min_relative_effect: float = 0.1,
     direction: Direction = "lower_is_better",
+    appearance: npt.ArrayLike | None = None,
 ) -> tuple[FloatArray, Int8Array]:
     """Steps 2 and 4 of the recommended rule (:func:`compare_matrix`): q-values and verdicts.
 
@@ -567,6 +651,10 @@ def recommended_verdicts(
         Both releases of the pair have at least :data:`MIN_RUNS` runs.
     window, fdr, min_relative_effect, direction
         As in :func:`compare_matrix`.
+    appearance : array_like of int8, same shape, optional
+        Verdict codes whose ``appeared``/``vanished`` cells override the rule's
+        (:attr:`PairStatistics.paper_verdict`: both rules see the same absent
+        releases).
 
     Returns
     -------
@@ -591,6 +679,7 @@ def recommended_verdicts(
         window=window,
         min_relative_effect=min_relative_effect,
         direction=direction,
+        appearance=appearance,
     )
     return q_value, verdict
 
@@ -604,6 +693,7 @@ def recommended_verdict_codes(
     window: int = 3,
     min_relative_effect: float = 0.1,
     direction: Direction = "lower_is_better",
+    appearance: npt.ArrayLike | None = None,
 ) -> Int8Array:
     """Step 4 of the recommended rule: verdict codes from the Benjamini–Hochberg
     rejections (``significant``: :func:`benjamini_hochberg_rejections`, or q-values
@@ -624,6 +714,9 @@ def recommended_verdict_codes(
         _deviation_codes(sh > 0, direction),
         np.where(sig, SIGNIFICANT_OVERLAP, NONSIGNIFICANT_OVERLAP),
     )
+    if appearance is not None:
+        seen = np.asarray(appearance)
+        code = np.where((seen == APPEARED) | (seen == VANISHED), seen, code)
     verdict: Int8Array = np.where(ok, code, NO_VERDICT).astype(np.int8)
     return verdict
 
@@ -749,7 +842,9 @@ def compare_matrix(
         raise ValueError(f"unknown estimator {estimator!r}")
     a = _slice(chosen, slice(None, -1))
     b = _slice(chosen, slice(1, None))
-    pairs = pair_statistics(a, b, confidence, direction=direction)
+    absent = absent_releases(x)
+    pairs = pair_statistics(a, b, confidence, direction=direction,
+                            absent=(absent[:, :-1], absent[:, 1:]))
     paired = pairs.paired
     if rule == "paper":
         verdict = pairs.paper_verdict
@@ -769,6 +864,7 @@ def compare_matrix(
             fdr=fdr,
             min_relative_effect=min_relative_effect,
             direction=direction,
+            appearance=pairs.paper_verdict,
         )
     return ComparisonMatrix(
         rule=rule,

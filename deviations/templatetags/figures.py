@@ -40,6 +40,8 @@ VERDICT_LABELS = {
     "improvement": "improvement (faster)",
     "significant_overlap": "significant, not a deviation",
     "nonsignificant_overlap": "no significant difference",
+    "appeared": "appeared (absent from every run before)",
+    "vanished": "vanished (absent from every run after)",
 }
 
 

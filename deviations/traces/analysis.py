@@ -7,7 +7,9 @@ them as one summary row and per-release blocks. Pages and exports only read them
 
 Which releases are columns: those with at least two done runs (an interval needs two), in
 series order; "consecutive" means consecutive among them. A function absent from a run
-was not called in it: 0 µs there, not a missing value.
+was not called in it: 0 µs there, not a missing value. A function absent from *every* run
+of a release was not measured there: the pairs on either side are ``appeared`` /
+``vanished``, never a change from or to 0 µs (``stats.releases.absent_releases``).
 
 Incremental updates (docs/architecture.md, "Analysis: stored matrices, incremental
 updates"). The stored analysis records the done runs of each column (``run_ids`` split by
@@ -58,6 +60,7 @@ from deviations.stats.intervals import (
 )
 from deviations.stats.multiple import benjamini_hochberg_rejections
 from deviations.stats.releases import (
+    absent_releases,
     digressions,
     pair_statistics,
     recommended_verdict_codes,
@@ -83,7 +86,11 @@ DIRECTION: Direction = "lower_is_better"
 WINDOW = 3
 FDR = 0.05
 MIN_RELATIVE_EFFECT = 0.1
-PARAMS = np.array([CONFIDENCE, WINDOW, FDR, MIN_RELATIVE_EFFECT], dtype=np.float64)
+#: Version of what the stored arrays mean: a stored analysis of another version (other
+#: parameters, or verdicts before appeared/vanished: version 1) is recomputed whole.
+VERDICTS_VERSION = 2
+PARAMS = np.array([CONFIDENCE, WINDOW, FDR, MIN_RELATIVE_EFFECT, VERDICTS_VERSION],
+                  dtype=np.float64)
 
 @dataclass(frozen=True)
 class Columns:
@@ -322,6 +329,7 @@ def _recompute(
         write = np.array([position[c] for c in np.flatnonzero(stat_cols)], dtype=int)
         out_cols = np.flatnonzero(stat_cols)
         left = np.array([position[int(p)] for p in pair_idx], dtype=int)
+        absent = np.stack([absent_releases(b) for b in blocks], axis=1)
         for estimator in ESTIMATORS:
             ia = _intervals(blocks, estimator)
             for k in ("estimate", "lo", "hi"):
@@ -329,7 +337,8 @@ def _recompute(
             _put(state.n, rows, out_cols, ia.n[:, write])
             if len(pair_idx):
                 got = pair_statistics(
-                    _take(ia, left), _take(ia, left + 1), CONFIDENCE, direction=DIRECTION
+                    _take(ia, left), _take(ia, left + 1), CONFIDENCE, direction=DIRECTION,
+                    absent=(absent[:, left], absent[:, left + 1]),
                 )
                 values = {
                     "gap": got.gap, "diff": got.diff, "diff_lo": got.diff_lo,
@@ -501,6 +510,8 @@ def _globals(metrics: dict[str, MetricArrays]) -> dict[str, np.ndarray]:
             np.where(paired, state.window["shift"], np.nan),
             paired, window=WINDOW, min_relative_effect=MIN_RELATIVE_EFFECT,
             direction=DIRECTION,
+            # appeared / vanished: the same for both rules and both estimators
+            appearance=state.pair[ESTIMATORS[0]]["paper_verdict"],
         )
         out[store.global_key(metric, "verdict")] = rec_verdict
         for estimator, rule in product(ESTIMATORS, RULES):

@@ -29,10 +29,12 @@ import numpy.typing as npt
 
 from deviations.core.text import plotly_text
 from deviations.stats.releases import (
+    APPEARED,
     IMPROVEMENT,
     NONSIGNIFICANT_OVERLAP,
     REGRESSION,
     SIGNIFICANT_OVERLAP,
+    VANISHED,
 )
 
 __all__ = ["MATRIX_CUSTOMDATA", "ci_narrowing", "deviation_matrix",
@@ -52,6 +54,8 @@ IMPROVEMENT_COLOR: Final = "#0072B2"  # Okabe–Ito blue
 SIGNIFICANT_COLOR: Final = "#7F7F7F"
 NONSIGNIFICANT_COLOR: Final = "#D0D0D0"
 DIGRESSION_COLOR: Final = "#000000"
+APPEARED_COLOR: Final = "#009E73"  # Okabe–Ito bluish green
+VANISHED_COLOR: Final = "#CC79A7"  # Okabe–Ito reddish purple
 MEDIAN_COLOR: Final = "#333333"
 MEAN_COLOR: Final = "#A0A0A0"
 
@@ -143,8 +147,12 @@ _KINDS: Final = (
     (IMPROVEMENT, "improvement", "triangle-down", IMPROVEMENT_COLOR),
     (SIGNIFICANT_OVERLAP, "significant overlap", "circle", SIGNIFICANT_COLOR),
     (NONSIGNIFICANT_OVERLAP, "non-significant overlap", "square", NONSIGNIFICANT_COLOR),
+    # Absent from every run on one side: not a measured change (stats.releases).
+    (APPEARED, "appeared", "star", APPEARED_COLOR),
+    (VANISHED, "vanished", "x", VANISHED_COLOR),
 )
-_OVERLAP_SIZE: Final = {SIGNIFICANT_OVERLAP: 5, NONSIGNIFICANT_OVERLAP: 4}
+_OVERLAP_SIZE: Final = {SIGNIFICANT_OVERLAP: 5, NONSIGNIFICANT_OVERLAP: 4, APPEARED: 9,
+                        VANISHED: 8}
 ROW_PX: Final = 20
 MAX_HEIGHT_PX: Final = 8_000
 AUTO_MAX_SQUARES: Final = 3_000
@@ -194,7 +202,8 @@ def deviation_matrix(
     kind, only cells that have that verdict: regression ``triangle-up`` (vermillion),
     improvement ``triangle-down`` (blue), both sized by :func:`marker_size`;
     significant overlap a small grey ``circle``, non-significant overlap a smaller
-    light grey ``square``. A last trace, "digression starts", draws a black ring
+    light grey ``square``; a function absent from every run of the earlier release
+    ``appeared`` (green ``star``), of the later one ``vanished`` (purple ``x``). A last trace, "digression starts", draws a black ring
     around deviations that start a digression (and their hover says so). Hover
     shows the function, "a → b", both estimates with their CIs, the difference
     with its CI, the gap and the verdict, from ``customdata`` (columns in
@@ -234,6 +243,8 @@ def deviation_matrix(
         if show == "deviations" and code == NONSIGNIFICANT_OVERLAP:
             continue
         fi, pi = np.nonzero(v == code)
+        if code in (APPEARED, VANISHED) and not len(fi):
+            continue  # rare: in the legend only when present
         cols = [_json(a[fi, pi], per) for a in (est, elo, ehi)]
         cols += [_json(a[fi, pi + 1], per) for a in (est, elo, ehi)]
         cols += [_json(a[fi, pi], per) for a in (d, dlo, dhi, g)]

@@ -18,13 +18,16 @@ from deviations.stats.intervals import (
     median_diff_ci,
 )
 from deviations.stats.releases import (
+    APPEARED,
     IMPROVEMENT,
     NO_VERDICT,
     NONSIGNIFICANT_OVERLAP,
     REGRESSION,
     SIGNIFICANT_OVERLAP,
+    VANISHED,
     VERDICTS,
     Comparison,
+    absent_releases,
     compare,
     compare_matrix,
     digressions,
@@ -101,6 +104,8 @@ SWAP = {
     "improvement": "regression",
     "significant_overlap": "significant_overlap",
     "nonsignificant_overlap": "nonsignificant_overlap",
+    "appeared": "vanished",
+    "vanished": "appeared",
 }
 
 
@@ -122,7 +127,8 @@ def test_swapping_releases_flips_the_verdict(estimator, a, b):
 def test_verdict_names():
     assert [
         verdict_name(c)
-        for c in (NONSIGNIFICANT_OVERLAP, SIGNIFICANT_OVERLAP, REGRESSION, IMPROVEMENT)
+        for c in (NONSIGNIFICANT_OVERLAP, SIGNIFICANT_OVERLAP, REGRESSION, IMPROVEMENT,
+                  APPEARED, VANISHED)
     ] == list(VERDICTS)
     assert verdict_name(NO_VERDICT) is None
     with pytest.raises(ValueError, match="unknown verdict"):
@@ -418,3 +424,48 @@ def test_recommended_verdicts_take_the_direction():
     assert np.any(lower == REGRESSION)
     np.testing.assert_array_equal(higher == IMPROVEMENT, lower == REGRESSION)
     np.testing.assert_array_equal(higher == REGRESSION, lower == IMPROVEMENT)
+
+
+# --- absent releases: appeared and vanished ----------------------------------------------
+
+
+def test_absent_releases():
+    x = np.array([[0.0, 0.0, np.nan], [0.0, 1.0, 0.0], [0.0, np.nan, np.nan]])
+    assert absent_releases(x).tolist() == [True, False, False]  # one run: not enough
+
+
+def test_compare_appeared_and_vanished():
+    rng = np.random.default_rng(12)
+    present = rng.lognormal(3.0, 0.2, 10)
+    zeros = np.zeros(10)
+    assert compare(zeros, present).verdict == "appeared"
+    assert compare(present, zeros).verdict == "vanished"
+    assert compare(zeros, zeros).verdict == "nonsignificant_overlap"
+    # Some zeros are measurements (a function not called in some runs): compared as usual.
+    assert compare(np.r_[zeros[:5], present[:5]], present).verdict != "appeared"
+
+
+@pytest.mark.parametrize("rule", ["paper", "recommended"])
+def test_absent_releases_never_regressions_nor_in_the_family(rule):
+    """A function missing from every run of some releases (headless switch, rename) gets
+    appeared/vanished at those boundaries, never a regression or improvement, and its
+    absent releases give no p-value to the Benjamini–Hochberg family."""
+    rng = np.random.default_rng(3)
+    F, R, n = 20, 10, 10  # noqa: N806
+    x = rng.lognormal(4.0, 0.1, (F, R, n))
+    x[0, :4] = 0.0      # appears at boundary 3
+    x[1, 6:] = 0.0      # vanishes at boundary 5
+    x[2, 3:5] = 0.0     # absent for two releases in the middle
+    m = compare_matrix(x, rule=rule)
+    assert m.verdict[0].tolist() == [0, 0, 0, APPEARED, 0, 0, 0, 0, 0]
+    assert m.verdict[1, 5] == VANISHED and m.verdict[1, 6:].tolist() == [0, 0, 0]
+    assert m.verdict[2, 2] == VANISHED and m.verdict[2, 4] == APPEARED
+    assert m.verdict[2, 3] == NONSIGNIFICANT_OVERLAP
+    assert not np.isin(m.verdict[:3], [REGRESSION, IMPROVEMENT]).any()
+    # no p-value where a side is absent
+    assert np.isnan(m.p_value[0, :4]).all() and np.isnan(m.p_value[1, 5:]).all()
+    assert np.isnan(m.p_value[2, 2:5]).all()
+    if rule == "recommended":
+        # the window tests leave absent releases out: the next boundaries are measured
+        assert np.isfinite(m.p_value[0, 4:]).all()
+        assert np.isfinite(m.p_value[2, 5:]).all()

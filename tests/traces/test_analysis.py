@@ -409,7 +409,7 @@ def test_a_vanished_run_or_new_parameters_recompute_everything(
     message = analysis.analyse_series(data.series.pk)
     assert message == "12 functions × 8 releases analysed" or "incremental" not in message
     assert_same_as_full(data.series)
-    monkeypatch.setattr(analysis, "PARAMS", analysis.PARAMS + [0, 1, 0, 0])
+    monkeypatch.setattr(analysis, "PARAMS", analysis.PARAMS + [0, 1, 0, 0, 0])
     monkeypatch.setattr(analysis, "WINDOW", analysis.WINDOW + 1)
     data.add_runs(8, 3)
     assert "incremental" not in analysis.analyse_series(data.series.pk)

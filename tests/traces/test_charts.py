@@ -82,6 +82,16 @@ def small() -> dict[str, Any]:
     }  # fmt: skip
 
 
+def test_appeared_and_vanished_have_their_own_markers(small: dict[str, Any]) -> None:
+    small["verdict"] = np.array([[4, 0, 3], [1, 0, 5], [-1, 2, 0]], dtype=np.int8)
+    fig = charts.deviation_matrix(**small)
+    by_name = {t["name"]: t for t in fig["data"]}
+    assert by_name["appeared"]["marker"]["symbol"] == "star"
+    assert by_name["vanished"]["marker"]["symbol"] == "x"
+    assert by_name["appeared"]["x"] == ["56.0.2910.0"] and by_name["appeared"]["y"] == ["Paint"]
+    assert len(by_name["regression"]["x"]) == 1  # the appeared cell is not a regression
+
+
 def test_matrix_traces_symbols_and_counts(small: dict[str, Any]) -> None:
     fig = charts.deviation_matrix(**small)
     names = [t["name"] for t in fig["data"]]
