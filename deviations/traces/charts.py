@@ -203,8 +203,9 @@ def deviation_matrix(
     improvement ``triangle-down`` (blue), both sized by :func:`marker_size`;
     significant overlap a small grey ``circle``, non-significant overlap a smaller
     light grey ``square``; a function absent from every run of the earlier release
-    ``appeared`` (green ``star``), of the later one ``vanished`` (purple ``x``). A last trace, "digression starts", draws a black ring
-    around deviations that start a digression (and their hover says so). Hover
+    ``appeared`` (green ``star``), of the later one ``vanished`` (purple ``x``). A
+    last trace, "digression starts", draws a black ring around deviations that start
+    a digression (and their hover says so). Hover
     shows the function, "a → b", both estimates with their CIs, the difference
     with its CI, the gap and the verdict, from ``customdata`` (columns in
     :data:`MATRIX_CUSTOMDATA`, numbers in ``unit``).

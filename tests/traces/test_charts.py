@@ -88,7 +88,8 @@ def test_appeared_and_vanished_have_their_own_markers(small: dict[str, Any]) -> 
     by_name = {t["name"]: t for t in fig["data"]}
     assert by_name["appeared"]["marker"]["symbol"] == "star"
     assert by_name["vanished"]["marker"]["symbol"] == "x"
-    assert by_name["appeared"]["x"] == ["56.0.2910.0"] and by_name["appeared"]["y"] == ["Paint"]
+    assert by_name["appeared"]["x"] == ["56.0.2910.0"]
+    assert by_name["appeared"]["y"] == ["Paint"]
     assert len(by_name["regression"]["x"]) == 1  # the appeared cell is not a regression
 
 
