@@ -101,6 +101,7 @@ __all__ = [
     "compare_matrix",
     "digressions",
     "pair_statistics",
+    "provisional_pairs",
     "recommended_verdict_codes",
     "recommended_verdicts",
     "verdict_name",
@@ -527,6 +528,41 @@ def window_tests(
         if touching.any():
             z[touching, j] = p[touching, j] = shift[touching, j] = np.nan
     return WindowTests(z=z, p_value=p, shift=shift)
+
+
+def provisional_pairs(pairs: int, rule: Rule, window: int = 3) -> BoolArray:
+    """Which of the last pairs of a series have a verdict later releases may still change.
+
+    Parameters
+    ----------
+    pairs : int
+        Consecutive pairs of the series (releases − 1).
+    rule : {"paper", "recommended"}
+    window : int, default 3
+        The recommended rule's window.
+
+    Returns
+    -------
+    ndarray of bool, shape (pairs,)
+
+    Notes
+    -----
+    ``paper``: a verdict depends on its two releases only, never provisional.
+    ``recommended``: boundary ``k``'s window test pools releases ``k+1-w .. k+w`` and
+    its local maximum compares it with boundaries up to ``k+w-1``, whose windows reach
+    release ``k+2w-1``: the verdict is final once that release exists, so the last
+    ``2w - 2`` boundaries (4 with ``w = 3``) are provisional. (The Benjamini–Hochberg
+    step is global, so any verdict near its threshold can still move with new
+    p-values; that is rare and not marked.)
+    """
+    if pairs < 0 or window < 1:
+        raise ValueError("pairs must be >= 0 and window >= 1")
+    out = np.zeros(pairs, dtype=np.bool_)
+    if rule == "recommended":
+        out[max(0, pairs - (2 * window - 2)) :] = True
+    elif rule != "paper":
+        raise ValueError(f"unknown rule {rule!r}")
+    return out
 
 
 def _local_maximum(strength: FloatArray, window: int) -> BoolArray:

@@ -448,7 +448,8 @@ def view_arrays(
 ) -> dict[str, np.ndarray]:
     """One (metric, estimator, rule) as ``analysis_store.read_analysis`` assembles it."""
     fields = {k: state.column(estimator, k)[0] for k in store.BLOCK_FIELDS}
-    return store.view(fields, global_arrays, metric, estimator, rule, store.view_keys(rule))
+    return store.view(fields, global_arrays, metric, estimator, rule, store.view_keys(rule),
+                      window=WINDOW)
 
 
 def _paired(n: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ CHOICES = {
     "sort": ("deviations", "gap", "name"),
 }
 PER_RELEASE = ("estimate", "lo", "hi", "n")
-PER_PAIR = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "digression")
+PER_PAIR = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "digression", "provisional")
 PER_PAGE = 100
 MAX_PER_PAGE = 2000
 

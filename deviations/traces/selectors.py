@@ -195,11 +195,14 @@ def deviation_cells(
                 "diff_lo": _number(arrays["diff_lo"][f, p]),
                 "diff_hi": _number(arrays["diff_hi"][f, p]),
                 "digression": bool(arrays["digression"][f, p]),
+                # may still change as later releases arrive (stats.releases.provisional_pairs)
+                "provisional": bool(arrays["provisional"][f, p]),
             }
 
 
 FUNCTION_FIELDS = ["release", "n", "median", "median_lo", "median_hi", "mean", "mean_lo",
-                   "mean_hi", "verdict", "diff", "diff_lo", "diff_hi", "gap", "digression"]
+                   "mean_hi", "verdict", "diff", "diff_lo", "diff_hi", "gap", "digression",
+                   "provisional"]
 
 
 @dataclass(frozen=True)
@@ -237,7 +240,7 @@ def function_detail(
     *, with_samples: bool = False,
 ) -> FunctionDetail | None:
     per_release = ("estimate", "lo", "hi", "n")
-    per_pair = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "digression")
+    per_pair = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "digression", "provisional")
     med = stored_analysis(series, metric, "median", rule,
                           per_release + per_pair * (estimator == "median"))
     mean = stored_analysis(series, metric, "mean", rule,
@@ -258,7 +261,7 @@ def function_detail(
             "median_hi": _number(med["hi"][f, r]), "mean": _number(mean["estimate"][f, r]),
             "mean_lo": _number(mean["lo"][f, r]), "mean_hi": _number(mean["hi"][f, r]),
             "verdict": None, "diff": None, "diff_lo": None, "diff_hi": None, "gap": None,
-            "digression": False,
+            "digression": False, "provisional": False,
         }
         if r > 0 and chosen["verdict"][f, r - 1] != NO_VERDICT:
             row.update(
@@ -268,6 +271,7 @@ def function_detail(
                 diff_hi=_number(chosen["diff_hi"][f, r - 1]),
                 gap=_number(chosen["gap"][f, r - 1]),
                 digression=bool(chosen["digression"][f, r - 1]),
+                provisional=bool(chosen["provisional"][f, r - 1]),
             )
         rows.append(row)
     samples = narrowing = None

@@ -20,7 +20,7 @@ from deviations.traces.models import Function, Release, Run, Series
 SERIES_FIELDS = ["series", "releases", "runs", "latest_from", "latest_to", "regressions",
                  "improvements"]
 DEVIATION_FIELDS = ["function", "from_release", "to_release", "verdict", "gap", "diff",
-                    "diff_lo", "diff_hi", "digression"]
+                    "diff_lo", "diff_hi", "digression", "provisional"]
 
 
 def _table_response(rows: Iterable[dict[str, Any]], fields: list[str], fmt: str,

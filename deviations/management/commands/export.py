@@ -15,7 +15,7 @@ FIELDS = {
     "stats": ["release", "function", "n", "median", "median_lo", "median_hi", "mean", "mean_lo",
               "mean_hi"],
     "deviations": ["function", "from_release", "to_release", "verdict", "gap", "diff", "diff_lo",
-                   "diff_hi", "digression"],
+                   "diff_hi", "digression", "provisional"],
 }
 
 
@@ -26,8 +26,10 @@ class Command(base.Command):
         "ingest, function, self_us, total_us, calls). stats: per release and function, n and "
         "the median and mean with their confidence intervals. deviations: per function and "
         "consecutive release pair, the verdict (regression, improvement, significant_overlap, "
-        "nonsignificant_overlap), gap, diff = later - earlier with its interval, and "
-        "digression (true on the pair that starts a temporary deviation). stats and deviations "
+        "nonsignificant_overlap, appeared, vanished: absent from every run of the earlier or "
+        "later release), gap, diff = later - earlier with its interval, "
+        "digression (true on the pair that starts a temporary deviation) and provisional "
+        "(true when later releases may still change the verdict). stats and deviations "
         "read the stored analysis (see `analyse`)."
     )
 
