@@ -173,6 +173,7 @@ def deviation_matrix(
     estimate: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike, digression: npt.ArrayLike,
     function_urls: Sequence[str] | None = None, *, title: str = "Deviation matrix",
     show: Literal["auto", "all", "deviations"] = "auto", unit: Unit = "ms",
+    provisional: npt.ArrayLike | None = None,
 ) -> Figure:
     """The deviation matrix of seed 003, Figure 9: functions × consecutive release pairs.
 
@@ -189,6 +190,9 @@ def deviation_matrix(
     function_urls : sequence of str, length F, optional
         Relative or http(s) URL of each function's page, carried in ``customdata[0]``
         of each of its points (``None`` when not given) for a click handler.
+    provisional : bool array (F, R-1), optional
+        Pairs whose verdict later releases may still change: a deviation's hover says
+        so.
     show : {"auto", "all", "deviations"}
         ``"deviations"`` leaves out the non-significant overlaps (most cells of a large
         matrix and most of the payload; a subtitle says so). ``"auto"`` does so only
@@ -225,6 +229,8 @@ def deviation_matrix(
     )
     kind = "scatter" if shown <= SVG_MAX_POINTS else "scattergl"
     dig = _shape("digression", digression, pairs, np.bool_)
+    late = (np.zeros(pairs, dtype=np.bool_) if provisional is None
+            else _shape("provisional", provisional, pairs, np.bool_))
     g, d, dlo, dhi = (_shape(n, a, pairs) for n, a in
                       (("gap", gap), ("diff", diff), ("diff_lo", diff_lo), ("diff_hi", diff_hi)))
     est, elo, ehi = (_shape(n, a, (n_f, n_r)) for n, a in
@@ -259,8 +265,9 @@ def deviation_matrix(
             sizes = marker_size(g[fi, pi], est[fi, pi])
             marker["size"] = sizes.tolist()
             starts = dig[fi, pi]
-            for c, s in zip(custom, starts.tolist(), strict=True):
-                c.append(" · starts a digression (comes back later)" if s else "")
+            for c, s, p in zip(custom, starts.tolist(), late[fi, pi].tolist(), strict=True):
+                c.append((" · starts a digression (comes back later)" if s else "")
+                         + (" · provisional (later releases may change it)" if p else ""))
             template += "%{customdata[12]}"
             rings_x += [x[i] for i in np.flatnonzero(starts)]
             rings_y += [y[i] for i in np.flatnonzero(starts)]

@@ -53,6 +53,27 @@ def releases_with_counts(series: Series) -> list[Release]:
     )
 
 
+def releases_lacking_runs(series: Series) -> list[dict[str, Any]]:
+    """Releases with fewer than ``MIN_RUNS`` done runs, in series order: no interval, so
+    they are not columns of the analysis (their neighbours are compared with each other).
+    """
+    return [{"version": r.version, "runs_done": r.runs_done, "url": r.get_absolute_url()}
+            for r in releases_with_counts(series) if r.runs_done < MIN_RUNS]
+
+
+def lacking_runs_by_series() -> dict[int, list[str]]:
+    """Per series id, the versions with fewer than ``MIN_RUNS`` done runs (one query)."""
+    found = (
+        Release.objects.annotate(done=Count("runs", filter=Q(runs__status=Run.DONE)))
+        .filter(done__lt=MIN_RUNS).order_by("series_id", "sort_key", "id")
+        .values_list("series_id", "version")
+    )
+    out: dict[int, list[str]] = {}
+    for series_id, version in found:
+        out.setdefault(series_id, []).append(version)
+    return out
+
+
 def release_times(release: Release) -> tuple[list[int], Any, Any, Any, list[Run]]:
     """Function ids and (functions × runs) matrices of self time, total time and calls.
 
@@ -228,10 +249,16 @@ def latest_deviations(series: Series) -> dict[str, Any] | None:
         return None
     last = found["verdict"][:, -1]
     versions = release_versions(found["release_ids"][-2:])
+    # The newest release may have too few runs to be analysed: say so, never skip it.
+    newest = (Release.objects.filter(series=series).order_by("-sort_key", "-id")
+              .annotate(done=Count("runs", filter=Q(runs__status=Run.DONE)))
+              .values_list("version", "done").first())
     return {
         "from": versions[0], "to": versions[1],
         "regressions": int((last == REGRESSION).sum()),
         "improvements": int((last == IMPROVEMENT).sum()),
+        "newest": newest[0] if newest and newest[0] != versions[1] else None,
+        "newest_runs": newest[1] if newest else None,
     }
 
 

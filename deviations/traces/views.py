@@ -13,12 +13,13 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from deviations.core.tables import write_csv
+from deviations.stats.intervals import MIN_RUNS
 from deviations.traces import charts, selectors
 from deviations.traces.matrix import MatrixQuery, cell_rows, matrix_slice
 from deviations.traces.models import Function, Release, Run, Series
 
 SERIES_FIELDS = ["series", "releases", "runs", "latest_from", "latest_to", "regressions",
-                 "improvements"]
+                 "improvements", "newest_not_compared", "releases_lacking_runs"]
 DEVIATION_FIELDS = ["function", "from_release", "to_release", "verdict", "gap", "diff",
                     "diff_lo", "diff_hi", "digression", "provisional"]
 
@@ -43,6 +44,7 @@ def series_list(request: HttpRequest) -> HttpResponse:
         last_ingest=Max("runs__finished"),
     ))
     latest = {s.pk: selectors.latest_deviations(s) for s in series}
+    lacking = selectors.lacking_runs_by_series()
     fmt = request.GET.get("format")
     if fmt in ("csv", "json"):
         rows = [
@@ -50,12 +52,14 @@ def series_list(request: HttpRequest) -> HttpResponse:
              "latest_from": (latest[s.pk] or {}).get("from"),
              "latest_to": (latest[s.pk] or {}).get("to"),
              "regressions": (latest[s.pk] or {}).get("regressions"),
-             "improvements": (latest[s.pk] or {}).get("improvements")}
+             "improvements": (latest[s.pk] or {}).get("improvements"),
+             "newest_not_compared": (latest[s.pk] or {}).get("newest"),
+             "releases_lacking_runs": " ".join(lacking.get(s.pk, []))}
             for s in series
         ]
         return _table_response(rows, SERIES_FIELDS, fmt, "series")
     return render(request, "deviations/series_list.html",
-                  {"series": [(s, latest[s.pk]) for s in series]})
+                  {"series": [(s, latest[s.pk], lacking.get(s.pk, [])) for s in series]})
 
 
 def series_detail(request: HttpRequest, name: str) -> HttpResponse:
@@ -76,6 +80,7 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
             view.function_names, view.releases, a["verdict"], a["gap"], a["diff"],
             a["diff_lo"], a["diff_hi"], a["estimate"], a["lo"], a["hi"], a["digression"],
             urls, title=f"{query.metric} time, {query.estimator}, {query.rule} rule",
+            provisional=a["provisional"],
         )
         table = [
             {"name": n, "url": u, "regressions": int(r), "improvements": int(i),
@@ -86,6 +91,9 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
     context = {
         "series": series, "query": query, "view": view, "figure": figure, "table": table,
         "releases": selectors.releases_with_counts(series),
+        "lacking": selectors.releases_lacking_runs(series),
+        "provisional_pairs": int(view.arrays["provisional"].any(axis=0).sum()) if view else 0,
+        "min_runs": MIN_RUNS,
         "permalink": request.path + ("?" + query.params() if query.params() else ""),
         "export_csv": "?" + query.params(format="csv"),
         "export_json": "?" + query.params(format="json"),
@@ -152,6 +160,8 @@ def release_detail(request: HttpRequest, name: str, version: str) -> HttpRespons
         "release": release, "series": release.series, "query": query, "changes": changes,
         "runs": release.runs.order_by("created", "id"),
         "table": selectors.release_function_table(release),
+        "runs_done": release.runs.filter(status=Run.DONE).count(),
+        "min_runs": MIN_RUNS,
         "permalink": request.get_full_path(),
         "export_csv": "?" + query.params(format="csv"),
         "export_json": "?" + query.params(format="json"),
