@@ -100,6 +100,7 @@ __all__ = [
     "compare",
     "compare_matrix",
     "digressions",
+    "interval_gap",
     "pair_statistics",
     "provisional_pairs",
     "recommended_verdict_codes",
@@ -235,10 +236,25 @@ def _stats(x: FloatArray, confidence: float, estimator: Estimator) -> IntervalAr
 
 
 def _signed_gap(a: IntervalArray, b: IntervalArray) -> FloatArray:
-    above = b.lo - a.hi
-    below = b.hi - a.lo
+    return interval_gap(a.lo, a.hi, b.lo, b.hi)
+
+
+def interval_gap(
+    a_lo: npt.ArrayLike, a_hi: npt.ArrayLike, b_lo: npt.ArrayLike, b_hi: npt.ArrayLike
+) -> FloatArray:
+    """Signed distance from interval ``a`` (earlier) to interval ``b`` (later).
+
+    ``b_lo - a_hi`` when ``b`` lies above ``a``, ``b_hi - a_lo`` (negative) when below,
+    0 when they overlap or touch; NaN where a limit is NaN.
+    """
+    alo, ahi = np.asarray(a_lo, dtype=np.float64), np.asarray(a_hi, dtype=np.float64)
+    blo, bhi = np.asarray(b_lo, dtype=np.float64), np.asarray(b_hi, dtype=np.float64)
+    above = blo - ahi
+    below = bhi - alo
     gap: FloatArray = np.where(above > 0, above, np.where(below < 0, below, 0.0))
-    return gap
+    nan = np.isnan(above) | np.isnan(below)
+    out: FloatArray = np.where(nan, np.nan, gap)
+    return out
 
 
 def _paper_verdicts(
@@ -417,7 +433,10 @@ class ComparisonMatrix:
     """Per-release statistics and per-pair verdicts of a functions × releases matrix.
 
     Per release (shape ``(functions, releases)``): ``median``, ``mean`` (intervals
-    with ``estimate``, ``lo``, ``hi``, ``se``, ``df``), ``n``.
+    with ``estimate``, ``lo``, ``hi``, ``se``, ``df``), ``n``; ``median`` is the
+    interval the rule shows: Olive's for ``paper`` (seed 003), the order-statistic
+    interval (:func:`~deviations.stats.intervals.median_ci_array`, ``method="order"``)
+    for ``recommended``, whose ``gap`` and digressions use it too.
     Per consecutive pair ``r-1 → r`` (shape ``(functions, releases - 1)``, column
     ``r-1``): ``verdict`` (int8 codes, see :data:`VERDICTS`), ``gap``, ``diff``,
     ``diff_lo``, ``diff_hi`` (for the chosen estimator), ``p_value`` (raw),
@@ -882,6 +901,15 @@ def compare_matrix(
     pairs = pair_statistics(a, b, confidence, direction=direction,
                             absent=(absent[:, :-1], absent[:, 1:]))
     paired = pairs.paired
+    gap = pairs.gap
+    if rule == "recommended":
+        # The interval the recommended rule shows for the median: order statistics
+        # (coverage on bimodal and quantised runs); Olive's stays the paper rule's.
+        med = median_ci_array(x, confidence, method="order")
+        if estimator == "median":
+            chosen = med
+            gap = np.where(paired, interval_gap(med.lo[:, :-1], med.hi[:, :-1], med.lo[:, 1:],
+                                                med.hi[:, 1:]), np.nan)
     if rule == "paper":
         verdict = pairs.paper_verdict
         p_value = pairs.paper_p_value
@@ -910,7 +938,7 @@ def compare_matrix(
         mean=mean,
         n=med.n,
         verdict=verdict,
-        gap=pairs.gap,
+        gap=gap,
         diff=pairs.diff,
         diff_lo=pairs.diff_lo,
         diff_hi=pairs.diff_hi,

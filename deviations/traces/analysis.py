@@ -266,7 +266,8 @@ def plan(columns: Columns, stored: Stored | None) -> Plan:
 # --- computing -------------------------------------------------------------------------
 
 
-def _intervals(blocks: list[np.ndarray], estimator: str) -> IntervalArray:
+def _intervals(blocks: list[np.ndarray], estimator: str, method: str = "olive"
+               ) -> IntervalArray:
     """Per-release intervals of (functions × runs) blocks, as (functions, releases).
 
     Blocks are grouped by run count and never padded, so a release's numbers do not
@@ -279,9 +280,10 @@ def _intervals(blocks: list[np.ndarray], estimator: str) -> IntervalArray:
     by_width: dict[int, list[int]] = {}
     for c, block in enumerate(blocks):
         by_width.setdefault(block.shape[1], []).append(c)
-    ci = median_ci_array if estimator == "median" else mean_ci_array
     for idx in by_width.values():
-        got = ci(np.stack([blocks[c] for c in idx], axis=1), CONFIDENCE)
+        x = np.stack([blocks[c] for c in idx], axis=1)
+        got = (median_ci_array(x, CONFIDENCE, method=method) if estimator == "median"  # type: ignore[arg-type]
+               else mean_ci_array(x, CONFIDENCE))
         for k in out:
             out[k][:, idx] = getattr(got, k)
         n[:, idx] = got.n
@@ -334,6 +336,12 @@ def _recompute(
             ia = _intervals(blocks, estimator)
             for k in ("estimate", "lo", "hi"):
                 _put(state.release[estimator][k], rows, out_cols, getattr(ia, k)[:, write])
+            # The interval the recommended rule shows: order statistics for the median
+            # (coverage on bimodal and quantised runs), Student's for the mean.
+            shown = (_intervals([blocks[i] for i in write], estimator, "order")
+                     if estimator == "median" else _take(ia, write))
+            _put(state.release[estimator]["order_lo"], rows, out_cols, shown.lo)
+            _put(state.release[estimator]["order_hi"], rows, out_cols, shown.hi)
             _put(state.n, rows, out_cols, ia.n[:, write])
             if len(pair_idx):
                 got = pair_statistics(
@@ -376,7 +384,7 @@ def _copy_base(new: MetricArrays, old: MetricArrays, rows: slice, p: Plan) -> No
     pairs = _slices(same_pairs, p.old_col[same_pairs])
     bounds = _slices(same_bounds, p.old_col[same_bounds])
     for estimator in ESTIMATORS:
-        for k in ("estimate", "lo", "hi"):
+        for k in store.RELEASE_FIELDS:
             _copy(new.release[estimator][k], old.release[estimator][k], rows, cols)
         for k in store.PAIR_FIELDS:
             _copy(new.pair[estimator][k], old.pair[estimator][k], rows, pairs)
@@ -518,8 +526,9 @@ def _globals(metrics: dict[str, MetricArrays]) -> dict[str, np.ndarray]:
         for estimator, rule in product(ESTIMATORS, RULES):
             rel = state.release[estimator]
             verdict = state.pair[estimator]["paper_verdict"] if rule == "paper" else rec_verdict
+            lo, hi = store.SHOWN_INTERVAL[rule]
             out[store.global_key(metric, f"{estimator}.{rule}.digression")] = (
-                digressions(verdict, rel["lo"], rel["hi"])
+                digressions(verdict, rel[lo], rel[hi])
             )
     return out
 

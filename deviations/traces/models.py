@@ -235,7 +235,9 @@ class AnalysisBlock(models.Model):
     rows`` of the matrix (usually all; a release analysed before new functions arrived
     gets a second block for their rows). Each field is a packed little-endian array of
     ``rows`` values: per release ``estimate``, ``lo``, ``hi`` (the estimator's interval),
-    ``n`` (int64); for the pair ending at this release (empty in the first column):
+    ``order_lo``, ``order_hi`` (the interval the recommended rule shows: order statistics
+    for the median, the same as ``lo``/``hi`` for the mean), ``n`` (int64); for the pair
+    ending at this release (empty in the first column):
     ``gap``, ``diff``, ``diff_lo``, ``diff_hi``, ``paper_p``, ``paper_verdict`` (int8 codes
     of ``deviations.stats.releases``), and the recommended rule's window tests ``z``, ``p``
     (raw, before Benjamini–Hochberg) and ``shift``. A new release rewrites its own blocks and
@@ -251,6 +253,8 @@ class AnalysisBlock(models.Model):
     estimate = models.BinaryField()
     lo = models.BinaryField()
     hi = models.BinaryField()
+    order_lo = models.BinaryField(default=b"")
+    order_hi = models.BinaryField(default=b"")
     n = models.BinaryField()
     gap = models.BinaryField()
     diff = models.BinaryField()

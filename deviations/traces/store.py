@@ -33,7 +33,7 @@ from django.db.models import Count, QuerySet
 
 from deviations.stats.intervals import MIN_RUNS
 from deviations.stats.multiple import benjamini_hochberg
-from deviations.stats.releases import provisional_pairs
+from deviations.stats.releases import interval_gap, provisional_pairs
 from deviations.traces.models import AnalysisBlock, Series, SeriesAnalysis
 
 METRICS = ("self", "total")
@@ -43,7 +43,10 @@ RULES = ("paper", "recommended")
 # Fields of a block and their dtypes. Per release: the estimator's interval and n; per
 # pair (the pair ending at the block's release): the difference, the paper rule's verdict
 # and p-value, and the recommended rule's raw window tests.
-RELEASE_FIELDS = ("estimate", "lo", "hi")
+RELEASE_FIELDS = ("estimate", "lo", "hi", "order_lo", "order_hi")
+#: The interval limits each rule shows (and tests digressions with): Olive's for the
+#: paper rule (seed 003), the order-statistic interval for the recommended rule.
+SHOWN_INTERVAL = {"paper": ("lo", "hi"), "recommended": ("order_lo", "order_hi")}
 PAIR_FIELDS = ("gap", "diff", "diff_lo", "diff_hi", "paper_p", "paper_verdict")
 WINDOW_FIELDS = ("z", "p", "shift")
 BLOCK_FIELDS = (*RELEASE_FIELDS, "n", *PAIR_FIELDS, *WINDOW_FIELDS)
@@ -491,7 +494,11 @@ def _sources(metric: str, estimator: str, rule: str, wanted: Sequence[str]
     recommended = rule == "recommended"
     fields: list[str] = []
     for key in wanted:
-        if key in PER_RELEASE_KEYS or key in ("gap", "diff", "diff_lo", "diff_hi"):
+        if recommended and key in ("lo", "hi"):
+            fields.append(f"order_{key}")
+        elif recommended and key == "gap":
+            fields += ["order_lo", "order_hi", "n"]
+        elif key in PER_RELEASE_KEYS or key in ("gap", "diff", "diff_lo", "diff_hi"):
             fields.append(key)
         elif key == "verdict" and not recommended:
             fields.append("paper_verdict")
@@ -532,7 +539,13 @@ def view(
         paired = (n[:, :-1] >= MIN_RUNS) & (n[:, 1:] >= MIN_RUNS)
     out: dict[str, np.ndarray] = {}
     for key in wanted:
-        if key in PER_RELEASE_KEYS or key in ("gap", "diff", "diff_lo", "diff_hi"):
+        if recommended and key in ("lo", "hi"):
+            out[key] = fields[f"order_{key}"]
+        elif recommended and key == "gap":
+            lo, hi = fields["order_lo"], fields["order_hi"]
+            out[key] = np.where(paired, interval_gap(lo[:, :-1], hi[:, :-1], lo[:, 1:],
+                                                     hi[:, 1:]), np.nan)
+        elif key in PER_RELEASE_KEYS or key in ("gap", "diff", "diff_lo", "diff_hi"):
             out[key] = fields[key]
         elif key == "verdict":
             out[key] = (global_arrays[global_key(metric, "verdict")] if recommended
