@@ -102,6 +102,7 @@ __all__ = [
     "digressions",
     "interval_gap",
     "pair_statistics",
+    "practical_verdicts",
     "provisional_pairs",
     "recommended_verdict_codes",
     "recommended_verdicts",
@@ -547,6 +548,46 @@ def window_tests(
         if touching.any():
             z[touching, j] = p[touching, j] = shift[touching, j] = np.nan
     return WindowTests(z=z, p_value=p, shift=shift)
+
+
+def practical_verdicts(
+    verdict: npt.ArrayLike,
+    diff: npt.ArrayLike,
+    before: npt.ArrayLike,
+    *,
+    min_relative: float,
+    min_absolute: float,
+) -> Int8Array:
+    """Deviations smaller than a minimum practical change become ``significant_overlap``.
+
+    Parameters
+    ----------
+    verdict : array_like of int8
+        Verdict codes of either rule.
+    diff : array_like of float, same shape
+        Later − earlier of the pair's estimates.
+    before : array_like of float, same shape
+        The earlier release's estimate.
+    min_relative, min_absolute : float
+        A regression or improvement is kept when ``|diff| >= min_absolute`` **and**
+        ``|diff| >= min_relative * |before|``; otherwise it is "significant, not a
+        deviation" (statistically real, too small to act on: seed 003 §VI.A on
+        practical significance). ``0, 0`` keeps every deviation.
+
+    Returns
+    -------
+    ndarray of int8
+    """
+    if min_relative < 0 or min_absolute < 0:
+        raise ValueError("minimum practical changes must be >= 0")
+    v = np.asarray(verdict)
+    d = np.abs(np.asarray(diff, dtype=np.float64))
+    b = np.abs(np.asarray(before, dtype=np.float64))
+    deviation = (v == REGRESSION) | (v == IMPROVEMENT)
+    with np.errstate(invalid="ignore"):
+        small = ~((d >= min_absolute) & (d >= min_relative * b))
+    out: Int8Array = np.where(deviation & small, SIGNIFICANT_OVERLAP, v).astype(np.int8)
+    return out
 
 
 def provisional_pairs(pairs: int, rule: Rule, window: int = 3) -> BoolArray:

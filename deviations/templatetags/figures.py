@@ -46,6 +46,12 @@ VERDICT_LABELS = {
 
 
 @register.filter
+def percent(value: float | None) -> str:
+    """A relative change (0.25) as a signed percentage ("+25.0%")."""
+    return "" if value is None else f"{100 * value:+.1f}%"
+
+
+@register.filter
 def verdict_label(verdict: str | None) -> str:
     """A verdict as the matrix's legend words it (exports keep the codes' names)."""
     return VERDICT_LABELS.get(verdict or "", "—")

@@ -65,8 +65,10 @@ GAP_FOR_MAX: Final = 1.0
 """Relative gap ``|gap| / estimate(a)`` that gets the largest triangle (a doubling)."""
 
 MATRIX_CUSTOMDATA: Final = ("url", "release_a", "estimate_a", "lo_a", "hi_a", "estimate_b",
-                             "lo_b", "hi_b", "diff", "diff_lo", "diff_hi", "gap", "note")
-"""Columns of ``customdata`` of every matrix point (``note``: deviation traces only)."""
+                             "lo_b", "hi_b", "diff", "diff_lo", "diff_hi", "gap", "relative",
+                             "note")
+"""Columns of ``customdata`` of every matrix point (``relative``: ``diff / estimate_a``, the
+effect size; ``note``: deviation traces only)."""
 
 
 class _Intervals(Protocol):
@@ -137,7 +139,8 @@ _HOVER_MATRIX = (
     "<b>%{y}</b><br>%{customdata[1]} → %{x}<br>"
     "before: %{customdata[2]:.4~g} [%{customdata[3]:.4~g}, %{customdata[4]:.4~g}] UNIT<br>"
     "after: %{customdata[5]:.4~g} [%{customdata[6]:.4~g}, %{customdata[7]:.4~g}] UNIT<br>"
-    "diff: %{customdata[8]:+.4~g} [%{customdata[9]:+.4~g}, %{customdata[10]:+.4~g}] UNIT<br>"
+    "diff: %{customdata[8]:+.4~g} [%{customdata[9]:+.4~g}, %{customdata[10]:+.4~g}] UNIT"
+    " (%{customdata[12]:+.1%})<br>"
     "gap: %{customdata[11]:+.4~g} UNIT<br>"
 )
 
@@ -255,6 +258,8 @@ def deviation_matrix(
         cols = [_json(a[fi, pi], per) for a in (est, elo, ehi)]
         cols += [_json(a[fi, pi + 1], per) for a in (est, elo, ehi)]
         cols += [_json(a[fi, pi], per) for a in (d, dlo, dhi, g)]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cols.append(_json(d[fi, pi] / np.abs(est[fi, pi])))
         x = [rnames[p + 1] for p in pi.tolist()]
         y = [fnames[f] for f in fi.tolist()]
         lead = [[urls[f], rnames[p]] for f, p in zip(fi.tolist(), pi.tolist(), strict=True)]
@@ -268,7 +273,7 @@ def deviation_matrix(
             for c, s, p in zip(custom, starts.tolist(), late[fi, pi].tolist(), strict=True):
                 c.append((" · starts a digression (comes back later)" if s else "")
                          + (" · provisional (later releases may change it)" if p else ""))
-            template += "%{customdata[12]}"
+            template += "%{customdata[13]}"
             rings_x += [x[i] for i in np.flatnonzero(starts)]
             rings_y += [y[i] for i in np.flatnonzero(starts)]
             rings_size += (sizes[starts] + 6).tolist()

@@ -28,6 +28,21 @@ class Series(models.Model):
     name = models.CharField(max_length=100, unique=True, validators=[_validate_series_name])
     description = models.TextField(blank=True)
     created = models.DateTimeField(auto_now_add=True)
+    #: The rule pages, exports and alerts use unless asked for the other one
+    #: (docs/statistics.md, "Comparing releases").
+    default_rule = models.CharField(
+        max_length=20, default="recommended",
+        choices=[("recommended", "recommended"), ("paper", "paper (seed 003)")],
+    )
+    #: The minimum practical change: a significant change smaller than either threshold
+    #: is "significant, not a deviation" (docs/statistics.md says how the defaults were
+    #: chosen from the TracerBench runs and the simulation).
+    min_relative_change = models.FloatField(
+        default=0.10, help_text="fraction of the earlier release's estimate (0.10 = 10%)",
+    )
+    min_absolute_change_us = models.FloatField(
+        default=20.0, help_text="microseconds",
+    )
 
     class Meta:
         ordering = ["name"]

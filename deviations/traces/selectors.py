@@ -8,7 +8,13 @@ import numpy as np
 from django.db.models import Count, Q
 
 from deviations.stats.intervals import MIN_RUNS, median_ci
-from deviations.stats.releases import IMPROVEMENT, NO_VERDICT, REGRESSION, verdict_name
+from deviations.stats.releases import (
+    IMPROVEMENT,
+    NO_VERDICT,
+    REGRESSION,
+    practical_verdicts,
+    verdict_name,
+)
 from deviations.traces.models import Function, Release, Run, RunTimes, Series
 from deviations.traces.store import binary_values, read_analysis
 
@@ -118,8 +124,24 @@ def stored_analysis(
     """The stored matrices of one (metric, estimator, rule), or None before any analysis.
 
     ``keys`` limits the arrays decoded (``release_ids`` and ``function_ids`` always come).
+    Verdicts (and digressions) are those left by the series' minimum practical change
+    (``stats.releases.practical_verdicts``): every page, export and alert reads them here.
     """
-    return read_analysis(series, metric, estimator, rule, keys)
+    wanted = None if keys is None else list(keys)
+    if wanted is not None and "verdict" in wanted:
+        wanted += ["diff", "estimate"]
+    found = read_analysis(series, metric, estimator, rule, wanted)
+    if found is None or "verdict" not in found:
+        return found
+    verdict = practical_verdicts(
+        found["verdict"], found["diff"], found["estimate"][:, :-1],
+        min_relative=series.min_relative_change, min_absolute=series.min_absolute_change_us,
+    )
+    found["verdict"] = verdict
+    if "digression" in found:
+        found["digression"] = found["digression"] & ((verdict == REGRESSION)
+                                                     | (verdict == IMPROVEMENT))
+    return found
 
 
 def release_versions(release_ids: np.ndarray) -> list[str]:
@@ -215,15 +237,23 @@ def deviation_cells(
                 "diff": _number(arrays["diff"][f, p]),
                 "diff_lo": _number(arrays["diff_lo"][f, p]),
                 "diff_hi": _number(arrays["diff_hi"][f, p]),
+                "relative": _relative(arrays["diff"][f, p], arrays["estimate"][f, p]),
                 "digression": bool(arrays["digression"][f, p]),
                 # may still change as later releases arrive (stats.releases.provisional_pairs)
                 "provisional": bool(arrays["provisional"][f, p]),
             }
 
 
+def _relative(diff: Any, before: Any) -> float | None:
+    """The effect size ``diff / |estimate before|`` (0.25 = +25%), None when undefined."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = float(diff) / abs(float(before))
+    return value if np.isfinite(value) else None
+
+
 FUNCTION_FIELDS = ["release", "n", "median", "median_lo", "median_hi", "mean", "mean_lo",
-                   "mean_hi", "verdict", "diff", "diff_lo", "diff_hi", "gap", "digression",
-                   "provisional"]
+                   "mean_hi", "verdict", "diff", "diff_lo", "diff_hi", "relative", "gap",
+                   "digression", "provisional"]
 
 
 @dataclass(frozen=True)
@@ -288,7 +318,7 @@ def function_detail(
             "median_hi": _number(med["hi"][f, r]), "mean": _number(mean["estimate"][f, r]),
             "mean_lo": _number(mean["lo"][f, r]), "mean_hi": _number(mean["hi"][f, r]),
             "verdict": None, "diff": None, "diff_lo": None, "diff_hi": None, "gap": None,
-            "digression": False, "provisional": False,
+            "relative": None, "digression": False, "provisional": False,
         }
         if r > 0 and chosen["verdict"][f, r - 1] != NO_VERDICT:
             row.update(
@@ -296,6 +326,7 @@ def function_detail(
                 diff=_number(chosen["diff"][f, r - 1]),
                 diff_lo=_number(chosen["diff_lo"][f, r - 1]),
                 diff_hi=_number(chosen["diff_hi"][f, r - 1]),
+                relative=_relative(chosen["diff"][f, r - 1], chosen["estimate"][f, r - 1]),
                 gap=_number(chosen["gap"][f, r - 1]),
                 digression=bool(chosen["digression"][f, r - 1]),
                 provisional=bool(chosen["provisional"][f, r - 1]),
@@ -381,6 +412,7 @@ def release_changes(release: Release, metric: str, estimator: str, rule: str) ->
             "gap": _number(found["gap"][f, p]), "diff": _number(found["diff"][f, p]),
             "diff_lo": _number(found["diff_lo"][f, p]), "diff_hi": _number(found["diff_hi"][f, p]),
             "digression": bool(found["digression"][f, p]),
+            "relative": _relative(found["diff"][f, p], found["estimate"][f, p]),
             "relative_gap": float(relative[f]) if np.isfinite(relative[f]) else None,
         })
     rows.sort(key=lambda row: -(row["relative_gap"] or 0.0))

@@ -21,7 +21,7 @@ from deviations.traces.models import Function, Release, Run, Series
 SERIES_FIELDS = ["series", "releases", "runs", "latest_from", "latest_to", "regressions",
                  "improvements", "newest_not_compared", "releases_lacking_runs"]
 DEVIATION_FIELDS = ["function", "from_release", "to_release", "verdict", "gap", "diff",
-                    "diff_lo", "diff_hi", "digression", "provisional"]
+                    "diff_lo", "diff_hi", "relative", "digression", "provisional"]
 
 
 def _table_response(rows: Iterable[dict[str, Any]], fields: list[str], fmt: str,
@@ -65,7 +65,7 @@ def series_list(request: HttpRequest) -> HttpResponse:
 def series_detail(request: HttpRequest, name: str) -> HttpResponse:
     """The deviation matrix (seed 003, Figure 9) with its controls."""
     series = get_object_or_404(Series, name=name)
-    query = MatrixQuery.from_params(request.GET)
+    query = MatrixQuery.for_series(request.GET, series)
     view = matrix_slice(series, query)
     fmt = request.GET.get("format")
     if fmt in ("csv", "json"):
@@ -108,7 +108,7 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
 def matrix_json(request: HttpRequest, name: str) -> HttpResponse:
     """The cells the matrix page shows with the same controls, as JSON."""
     series = get_object_or_404(Series, name=name)
-    view = matrix_slice(series, MatrixQuery.from_params(request.GET))
+    view = matrix_slice(series, MatrixQuery.for_series(request.GET, series))
     return _table_response(cell_rows(view) if view is not None else [], DEVIATION_FIELDS,
                            "json", "")
 
@@ -117,7 +117,7 @@ def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpRe
     """One function across releases: median and mean CIs, deviations, runs on demand."""
     series = get_object_or_404(Series, name=name)
     function = get_object_or_404(Function, series=series, pk=function_id)
-    query = MatrixQuery.from_params(request.GET)
+    query = MatrixQuery.for_series(request.GET, series)
     detail = selectors.function_detail(series, function, query.metric, query.estimator,
                                        query.rule, with_samples="runs" in request.GET)
     fmt = request.GET.get("format")
@@ -150,7 +150,7 @@ def release_detail(request: HttpRequest, name: str, version: str) -> HttpRespons
     release = get_object_or_404(
         Release.objects.select_related("series"), series__name=name, version=version
     )
-    query = MatrixQuery.from_params(request.GET)
+    query = MatrixQuery.for_series(request.GET, release.series)
     changes = selectors.release_changes(release, query.metric, query.estimator, query.rule)
     fmt = request.GET.get("format")
     if fmt in ("csv", "json"):

@@ -109,7 +109,7 @@ def test_stats_and_deviations_match_the_statistics_core(tmp_path: Path) -> None:
         )
         assert row["mean"] == pytest.approx(mean_ci(values).estimate)
         assert row["n"] == 5
-    deviations = {(r["function"], r["to_release"]): r for r in export("deviations")}
+    deviations = {(r["function"], r["to_release"]): r for r in export("deviations", rule="paper")}
     for before, after in [("1.0", "1.1"), ("1.1", "1.2"), ("1.2", "1.3")]:
         row = deviations[("Paint", after)]
         expected = compare(PAINT[before], PAINT[after])

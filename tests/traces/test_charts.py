@@ -132,19 +132,20 @@ def test_matrix_hover_customdata(small: dict[str, Any]) -> None:
         "url": "/series/s/functions/1/", "release_a": "56.0.2909.0",
         "estimate_a": 0.25, "lo_a": 0.24, "hi_a": 0.26,
         "estimate_b": 0.5, "lo_b": 0.48, "hi_b": 0.52,
-        "diff": 0.25, "diff_lo": 0.24, "diff_hi": 0.26, "gap": 0.22,
+        "diff": 0.25, "diff_lo": 0.24, "diff_hi": 0.26, "gap": 0.22, "relative": 1.0,
         "note": " · starts a digression (comes back later)",
     }  # fmt: skip
     assert reg["customdata"][1][-1] == ""
     for i, column in enumerate(charts.MATRIX_CUSTOMDATA):
         assert f"customdata[{i}]" in reg["hovertemplate"] or column in ("url", "note")
-    assert "customdata[12]" in reg["hovertemplate"]
+    assert "customdata[13]" in reg["hovertemplate"]
+    assert "(%{customdata[12]:+.1%})" in reg["hovertemplate"]  # the effect size in %
     assert reg["hovertemplate"].endswith("<extra></extra>")
     assert "regression" in reg["hovertemplate"]
     assert "%{y}" in reg["hovertemplate"]
     assert "%{x}" in reg["hovertemplate"]
     square = trace(fig, "non-significant overlap")
-    assert len(square["customdata"][0]) == 12
+    assert len(square["customdata"][0]) == 13
     assert square["marker"]["size"] == 4
     assert square["marker"]["color"] == "#D0D0D0"
 
