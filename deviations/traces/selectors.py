@@ -247,7 +247,7 @@ def deviation_cells(
 def _relative(diff: Any, before: Any) -> float | None:
     """The effect size ``diff / |estimate before|`` (0.25 = +25%), None when undefined."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        value = float(diff) / abs(float(before))
+        value = float(np.float64(diff) / np.abs(np.float64(before)))
     return value if np.isfinite(value) else None
 
 

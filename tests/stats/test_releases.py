@@ -472,3 +472,44 @@ def test_absent_releases_never_regressions_nor_in_the_family(rule):
         # the window tests leave absent releases out: the next boundaries are measured
         assert np.isfinite(m.p_value[0, 4:]).all()
         assert np.isfinite(m.p_value[2, 5:]).all()
+
+
+# --- minimum practical change, provisional verdicts ----------------------------------------
+
+
+def test_practical_verdicts_demote_small_deviations_only():
+    verdict = np.array([REGRESSION, IMPROVEMENT, REGRESSION, REGRESSION, APPEARED, NO_VERDICT])
+    diff = np.array([3.0, -40.0, 25.0, 500.0, 3.0, np.nan])
+    before = np.array([10.0, 1000.0, 100.0, 1000.0, 0.0, np.nan])
+    got = releases_module.practical_verdicts(verdict, diff, before, min_relative=0.1,
+                                             min_absolute=20.0)
+    # 3 µs: under 20 µs; -40 µs of 1000: 4%; 25 µs of 100 and 500 of 1000: kept.
+    assert got.tolist() == [SIGNIFICANT_OVERLAP, SIGNIFICANT_OVERLAP, REGRESSION, REGRESSION,
+                            APPEARED, NO_VERDICT]
+    same = releases_module.practical_verdicts(verdict, diff, before, min_relative=0,
+                                              min_absolute=0)
+    assert same.tolist() == verdict.tolist()
+    with pytest.raises(ValueError, match=">= 0"):
+        releases_module.practical_verdicts(verdict, diff, before, min_relative=-1,
+                                           min_absolute=0)
+
+
+def test_provisional_pairs_are_the_recommended_rules_unfilled_windows():
+    assert not releases_module.provisional_pairs(10, "paper").any()
+    late = releases_module.provisional_pairs(10, "recommended", window=3)
+    assert late.tolist() == [False] * 6 + [True] * 4
+    assert releases_module.provisional_pairs(2, "recommended").all()
+
+
+def test_a_verdict_outside_the_provisional_pairs_no_longer_changes():
+    """Adding releases changes a boundary's verdict only while it is among the last
+    2 w - 2 (the window tests and the local maximum); beyond, only the Benjamini–Hochberg
+    threshold could move it, and it does not here."""
+    rng = np.random.default_rng(8)
+    x = rng.lognormal(5.0, 0.2, (30, 14, 10))
+    x[:10, 6:] *= 2.0
+    final = compare_matrix(x, rule="recommended").verdict
+    for r in range(6, 14):
+        got = compare_matrix(x[:, :r], rule="recommended").verdict
+        settled = ~releases_module.provisional_pairs(r - 1, "recommended")
+        np.testing.assert_array_equal(got[:, settled], final[:, : r - 1][:, settled])
