@@ -99,6 +99,7 @@ __all__ = [
     "absent_releases",
     "compare",
     "compare_matrix",
+    "adjacent_change",
     "digressions",
     "interval_gap",
     "pair_statistics",
@@ -608,18 +609,19 @@ def provisional_pairs(pairs: int, rule: Rule, window: int = 3) -> BoolArray:
     Notes
     -----
     ``paper``: a verdict depends on its two releases only, never provisional.
-    ``recommended``: boundary ``k``'s window test pools releases ``k+1-w .. k+w`` and
-    its local maximum compares it with boundaries up to ``k+w-1``, whose windows reach
-    release ``k+2w-1``: the verdict is final once that release exists, so the last
-    ``2w - 2`` boundaries (4 with ``w = 3``) are provisional. (The Benjamini–Hochberg
-    step is global, so any verdict near its threshold can still move with new
-    p-values; that is rare and not marked.)
+    ``recommended``: boundary ``k``'s window test pools releases ``k+1-w .. k+w``; its
+    local maximum compares it with boundaries up to ``k+w-1``, whose windows reach
+    release ``k+2w-1``; and a flag kept at a boundary up to ``w-1`` later may be placed
+    on ``k``, which reaches release ``k+3w-2``: the verdict is final once that release
+    exists, so the last ``3w - 3`` boundaries (6 with ``w = 3``) are provisional.
+    (The Benjamini–Hochberg step is global, so any verdict near its threshold can
+    still move with new p-values; that is rare and not marked.)
     """
     if pairs < 0 or window < 1:
         raise ValueError("pairs must be >= 0 and window >= 1")
     out = np.zeros(pairs, dtype=np.bool_)
     if rule == "recommended":
-        out[max(0, pairs - (2 * window - 2)) :] = True
+        out[max(0, pairs - (3 * window - 3)) :] = True
     elif rule != "paper":
         raise ValueError(f"unknown rule {rule!r}")
     return out
@@ -735,6 +737,7 @@ def recommended_verdicts(
     min_relative_effect: float = 0.1,
     direction: Direction = "lower_is_better",
     appearance: npt.ArrayLike | None = None,
+    adjacent: npt.ArrayLike | None = None,
 ) -> tuple[FloatArray, Int8Array]:
     """Steps 2 and 4 of the recommended rule (:func:`compare_matrix`): q-values and verdicts.
 
@@ -751,6 +754,9 @@ def recommended_verdicts(
         Verdict codes whose ``appeared``/``vanished`` cells override the rule's
         (:attr:`PairStatistics.paper_verdict`: both rules see the same absent
         releases).
+    adjacent : array_like of float, same shape, optional
+        Relative change of adjacent medians (:func:`adjacent_change`), to place each
+        flag (:func:`compare_matrix`, step 4).
 
     Returns
     -------
@@ -776,6 +782,7 @@ def recommended_verdicts(
         min_relative_effect=min_relative_effect,
         direction=direction,
         appearance=appearance,
+        adjacent=adjacent,
     )
     return q_value, verdict
 
@@ -790,24 +797,33 @@ def recommended_verdict_codes(
     min_relative_effect: float = 0.1,
     direction: Direction = "lower_is_better",
     appearance: npt.ArrayLike | None = None,
+    adjacent: npt.ArrayLike | None = None,
 ) -> Int8Array:
     """Step 4 of the recommended rule: verdict codes from the Benjamini–Hochberg
     rejections (``significant``: :func:`benjamini_hochberg_rejections`, or q-values
     ``<= fdr``) and the window statistics; other arguments as in
-    :func:`recommended_verdicts`."""
+    :func:`recommended_verdicts`.
+
+    ``adjacent`` (relative change of the adjacent releases' medians, later − earlier
+    over ``|earlier|``) places each kept flag: see :func:`compare_matrix`, step 4.
+    """
     _check_direction(direction)
     sig = np.asarray(significant, dtype=np.bool_)
     zz = np.asarray(z, dtype=np.float64)
     sh = np.asarray(shift, dtype=np.float64)
     ok = np.asarray(paired, dtype=np.bool_)
-    kept = (
-        sig
-        & (np.abs(sh) >= min_relative_effect)
-        & _local_maximum(np.where(ok, np.abs(zz), np.nan), window)
-    )
+    candidate = sig & (np.abs(sh) >= min_relative_effect) & ok
+    strength = np.where(candidate, np.abs(zz), np.nan)
+    # Boundaries compete only with boundaries of the same sign: the two ends of a short
+    # digression (up, then down) are both kept.
+    kept = candidate & (_local_maximum(np.where(zz > 0, strength, np.nan), window)
+                        | _local_maximum(np.where(zz < 0, strength, np.nan), window))
+    up = sh > 0
+    if adjacent is not None:
+        kept, up = _place(kept, up, np.asarray(adjacent, dtype=np.float64), ok, window - 1)
     code = np.where(
         kept,
-        _deviation_codes(sh > 0, direction),
+        _deviation_codes(up, direction),
         np.where(sig, SIGNIFICANT_OVERLAP, NONSIGNIFICANT_OVERLAP),
     )
     if appearance is not None:
@@ -815,6 +831,49 @@ def recommended_verdict_codes(
         code = np.where((seen == APPEARED) | (seen == VANISHED), seen, code)
     verdict: Int8Array = np.where(ok, code, NO_VERDICT).astype(np.int8)
     return verdict
+
+
+def adjacent_change(estimate: npt.ArrayLike) -> FloatArray:
+    """``(e[r] - e[r-1]) / |e[r-1]|`` of per-release estimates (functions, releases):
+    the relative change of each adjacent pair (NaN where undefined)."""
+    e = np.asarray(estimate, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: FloatArray = (e[:, 1:] - e[:, :-1]) / np.abs(e[:, :-1])
+    return np.where(np.isfinite(out), out, np.nan)
+
+
+def _place(
+    kept: BoolArray, up: BoolArray, adjacent: FloatArray, ok: BoolArray, reach: int
+) -> tuple[BoolArray, BoolArray]:
+    """Move each kept flag to the boundary within ``reach`` whose adjacent releases
+    changed most in the flag's direction (the windows say *that* the level moved, the
+    adjacent medians *where*); a flag stays when no neighbour moved its way."""
+    F, P = kept.shape  # noqa: N806
+    sign = np.where(up, 1.0, -1.0)
+    moved = np.where(ok, adjacent, np.nan)
+    best = np.full((F, P), -np.inf)
+    offset = np.zeros((F, P), dtype=np.int64)
+    # Nearest boundaries first, so that ties go to the nearest (then the earlier) one.
+    for off in sorted(range(-reach, reach + 1), key=lambda o: (abs(o), o)):
+        if abs(off) >= P:
+            continue
+        shifted = np.full((F, P), np.nan)
+        if off >= 0:
+            shifted[:, : P - off] = moved[:, off:]
+        else:
+            shifted[:, -off:] = moved[:, : P + off]
+        score = np.where(np.isnan(shifted), -np.inf, sign * shifted)
+        better = score > best
+        best = np.where(better, score, best)
+        offset = np.where(better, off, offset)
+    offset = np.where(best > 0, offset, 0)
+    f, k = np.nonzero(kept)
+    target = k + offset[f, k]
+    placed = np.zeros((F, P), dtype=np.bool_)
+    placed[f, target] = True
+    direction_up = up.copy()
+    direction_up[f, target] = up[f, k]
+    return placed, direction_up
 
 
 def compare_matrix(
@@ -970,6 +1029,7 @@ def compare_matrix(
             min_relative_effect=min_relative_effect,
             direction=direction,
             appearance=pairs.paper_verdict,
+            adjacent=adjacent_change(med.estimate),
         )
     return ComparisonMatrix(
         rule=rule,

@@ -61,6 +61,7 @@ from deviations.stats.intervals import (
 from deviations.stats.multiple import benjamini_hochberg_rejections
 from deviations.stats.releases import (
     absent_releases,
+    adjacent_change,
     digressions,
     pair_statistics,
     recommended_verdict_codes,
@@ -521,6 +522,7 @@ def _globals(metrics: dict[str, MetricArrays]) -> dict[str, np.ndarray]:
             direction=DIRECTION,
             # appeared / vanished: the same for both rules and both estimators
             appearance=state.pair[ESTIMATORS[0]]["paper_verdict"],
+            adjacent=adjacent_change(state.release["median"]["estimate"]),
         )
         out[store.global_key(metric, "verdict")] = rec_verdict
         for estimator, rule in product(ESTIMATORS, RULES):

@@ -497,14 +497,14 @@ def test_practical_verdicts_demote_small_deviations_only():
 def test_provisional_pairs_are_the_recommended_rules_unfilled_windows():
     assert not releases_module.provisional_pairs(10, "paper").any()
     late = releases_module.provisional_pairs(10, "recommended", window=3)
-    assert late.tolist() == [False] * 6 + [True] * 4
+    assert late.tolist() == [False] * 4 + [True] * 6
     assert releases_module.provisional_pairs(2, "recommended").all()
 
 
 def test_a_verdict_outside_the_provisional_pairs_no_longer_changes():
     """Adding releases changes a boundary's verdict only while it is among the last
-    2 w - 2 (the window tests and the local maximum); beyond, only the Benjamini–Hochberg
-    threshold could move it, and it does not here."""
+    3 w - 3 (the window tests, the local maximum and the placement); beyond, only the
+    Benjamini–Hochberg threshold could move it, and it does not here."""
     rng = np.random.default_rng(8)
     x = rng.lognormal(5.0, 0.2, (30, 14, 10))
     x[:10, 6:] *= 2.0
