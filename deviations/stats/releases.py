@@ -820,7 +820,8 @@ def recommended_verdict_codes(
                         | _local_maximum(np.where(zz < 0, strength, np.nan), window))
     up = sh > 0
     if adjacent is not None:
-        kept, up = _place(kept, up, np.asarray(adjacent, dtype=np.float64), ok, window - 1)
+        kept, up = _place(kept, up, np.asarray(adjacent, dtype=np.float64), ok, window - 1,
+                          np.abs(sh))
     code = np.where(
         kept,
         _deviation_codes(up, direction),
@@ -833,6 +834,12 @@ def recommended_verdict_codes(
     return verdict
 
 
+PLACE_BELOW: Final = 0.3
+"""A flag is moved only when its own adjacent releases moved less than this fraction of its
+window shift: a step the window locates well is never moved by adjacent-median noise
+(bimodal runs make single-release medians jump between modes)."""
+
+
 def adjacent_change(estimate: npt.ArrayLike) -> FloatArray:
     """``(e[r] - e[r-1]) / |e[r-1]|`` of per-release estimates (functions, releases):
     the relative change of each adjacent pair (NaN where undefined)."""
@@ -843,11 +850,13 @@ def adjacent_change(estimate: npt.ArrayLike) -> FloatArray:
 
 
 def _place(
-    kept: BoolArray, up: BoolArray, adjacent: FloatArray, ok: BoolArray, reach: int
+    kept: BoolArray, up: BoolArray, adjacent: FloatArray, ok: BoolArray, reach: int,
+    size: FloatArray,
 ) -> tuple[BoolArray, BoolArray]:
-    """Move each kept flag to the boundary within ``reach`` whose adjacent releases
-    changed most in the flag's direction (the windows say *that* the level moved, the
-    adjacent medians *where*); a flag stays when no neighbour moved its way."""
+    """Move each kept flag whose own adjacent releases moved less than half its window
+    shift ``size`` to the boundary within ``reach`` whose adjacent releases changed most
+    in the flag's direction (the windows say *that* the level moved, the adjacent medians
+    *where*); a flag stays when no neighbour moved its way more than it did."""
     F, P = kept.shape  # noqa: N806
     sign = np.where(up, 1.0, -1.0)
     moved = np.where(ok, adjacent, np.nan)
@@ -866,7 +875,9 @@ def _place(
         better = score > best
         best = np.where(better, score, best)
         offset = np.where(better, off, offset)
-    offset = np.where(best > 0, offset, 0)
+    own = np.where(np.isnan(moved), -np.inf, sign * moved)
+    misplaced = own < PLACE_BELOW * size
+    offset = np.where((best > 0) & (best > own) & misplaced, offset, 0)
     f, k = np.nonzero(kept)
     target = k + offset[f, k]
     placed = np.zeros((F, P), dtype=np.bool_)

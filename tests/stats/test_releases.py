@@ -513,3 +513,32 @@ def test_a_verdict_outside_the_provisional_pairs_no_longer_changes():
         got = compare_matrix(x[:, :r], rule="recommended").verdict
         settled = ~releases_module.provisional_pairs(r - 1, "recommended")
         np.testing.assert_array_equal(got[:, settled], final[:, : r - 1][:, settled])
+
+
+def test_both_ends_of_a_two_release_digression_are_flagged():
+    """Issue 12: up at boundary 9, back down at boundary 11. The local maximum used to
+    compare both ends (|z| of either sign) and kept one; now each sign competes alone, and
+    each flag is placed where the adjacent medians moved."""
+    rng = np.random.default_rng(21)
+    x = rng.lognormal(6.0, 0.1, (12, 20, 10))
+    x[:6, 10:12] *= 2.0
+    m = compare_matrix(x, rule="recommended")
+    for f in range(6):
+        assert m.verdict[f, 9] == REGRESSION, (f, m.verdict[f])
+        assert m.verdict[f, 11] == IMPROVEMENT, (f, m.verdict[f])
+        assert m.verdict[f, 10] != REGRESSION
+
+
+def test_a_flag_is_placed_on_the_boundary_whose_releases_moved():
+    kept = np.array([[False, True, False, False]])
+    up = np.array([[True, True, True, True]])
+    ok = np.ones((1, 4), dtype=bool)
+    size = np.full((1, 4), 1.0)
+    # The windows peaked at boundary 1, but the adjacent medians moved at boundary 2.
+    moved, direction = releases_module._place(kept, up, np.array([[0.0, 0.05, 0.9, 0.0]]),
+                                               ok, 2, size)
+    assert moved.tolist() == [[False, False, True, False]]
+    assert direction[0, 2]
+    # Its own releases moved enough: it stays.
+    stay, _ = releases_module._place(kept, up, np.array([[0.0, 0.8, 0.9, 0.0]]), ok, 2, size)
+    assert stay.tolist() == kept.tolist()
