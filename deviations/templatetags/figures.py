@@ -41,7 +41,15 @@ VERDICT_LABELS = {
     "improvement": "improvement (faster)",
     "significant_overlap": "significant, not a deviation",
     "nonsignificant_overlap": "no significant difference",
+    "appeared": "appeared (absent from every run before)",
+    "vanished": "vanished (absent from every run after)",
 }
+
+
+@register.filter
+def percent(value: float | None) -> str:
+    """A relative change (0.25) as a signed percentage ("+25.0%")."""
+    return "" if value is None else f"{100 * value:+.1f}%"
 
 
 @register.filter

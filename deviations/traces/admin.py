@@ -24,7 +24,8 @@ class _DeletesThroughServices:
 
 @admin.register(Series)
 class SeriesAdmin(_DeletesThroughServices, admin.ModelAdmin):
-    list_display = ["name", "created"]
+    list_display = ["name", "created", "default_rule", "min_relative_change",
+                    "min_absolute_change_us"]
     search_fields = ["name"]
 
 

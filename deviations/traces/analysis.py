@@ -7,7 +7,9 @@ them as one summary row and per-release blocks. Pages and exports only read them
 
 Which releases are columns: those with at least two done runs (an interval needs two), in
 series order; "consecutive" means consecutive among them. A function absent from a run
-was not called in it: 0 µs there, not a missing value.
+was not called in it: 0 µs there, not a missing value. A function absent from *every* run
+of a release was not measured there: the pairs on either side are ``appeared`` /
+``vanished``, never a change from or to 0 µs (``stats.releases.absent_releases``).
 
 Incremental updates (docs/architecture.md, "Analysis: stored matrices, incremental
 updates"). The stored analysis records the done runs of each column (``run_ids`` split by
@@ -58,6 +60,8 @@ from deviations.stats.intervals import (
 )
 from deviations.stats.multiple import benjamini_hochberg_rejections
 from deviations.stats.releases import (
+    absent_releases,
+    adjacent_change,
     digressions,
     pair_statistics,
     recommended_verdict_codes,
@@ -83,7 +87,11 @@ DIRECTION: Direction = "lower_is_better"
 WINDOW = 3
 FDR = 0.05
 MIN_RELATIVE_EFFECT = 0.1
-PARAMS = np.array([CONFIDENCE, WINDOW, FDR, MIN_RELATIVE_EFFECT], dtype=np.float64)
+#: Version of what the stored arrays mean: a stored analysis of another version (other
+#: parameters, or verdicts before appeared/vanished: version 1) is recomputed whole.
+VERDICTS_VERSION = 2
+PARAMS = np.array([CONFIDENCE, WINDOW, FDR, MIN_RELATIVE_EFFECT, VERDICTS_VERSION],
+                  dtype=np.float64)
 
 @dataclass(frozen=True)
 class Columns:
@@ -259,7 +267,8 @@ def plan(columns: Columns, stored: Stored | None) -> Plan:
 # --- computing -------------------------------------------------------------------------
 
 
-def _intervals(blocks: list[np.ndarray], estimator: str) -> IntervalArray:
+def _intervals(blocks: list[np.ndarray], estimator: str, method: str = "olive"
+               ) -> IntervalArray:
     """Per-release intervals of (functions × runs) blocks, as (functions, releases).
 
     Blocks are grouped by run count and never padded, so a release's numbers do not
@@ -272,9 +281,10 @@ def _intervals(blocks: list[np.ndarray], estimator: str) -> IntervalArray:
     by_width: dict[int, list[int]] = {}
     for c, block in enumerate(blocks):
         by_width.setdefault(block.shape[1], []).append(c)
-    ci = median_ci_array if estimator == "median" else mean_ci_array
     for idx in by_width.values():
-        got = ci(np.stack([blocks[c] for c in idx], axis=1), CONFIDENCE)
+        x = np.stack([blocks[c] for c in idx], axis=1)
+        got = (median_ci_array(x, CONFIDENCE, method=method) if estimator == "median"  # type: ignore[arg-type]
+               else mean_ci_array(x, CONFIDENCE))
         for k in out:
             out[k][:, idx] = getattr(got, k)
         n[:, idx] = got.n
@@ -322,14 +332,22 @@ def _recompute(
         write = np.array([position[c] for c in np.flatnonzero(stat_cols)], dtype=int)
         out_cols = np.flatnonzero(stat_cols)
         left = np.array([position[int(p)] for p in pair_idx], dtype=int)
+        absent = np.stack([absent_releases(b) for b in blocks], axis=1)
         for estimator in ESTIMATORS:
             ia = _intervals(blocks, estimator)
             for k in ("estimate", "lo", "hi"):
                 _put(state.release[estimator][k], rows, out_cols, getattr(ia, k)[:, write])
+            # The interval the recommended rule shows: order statistics for the median
+            # (coverage on bimodal and quantised runs), Student's for the mean.
+            shown = (_intervals([blocks[i] for i in write], estimator, "order")
+                     if estimator == "median" else _take(ia, write))
+            _put(state.release[estimator]["order_lo"], rows, out_cols, shown.lo)
+            _put(state.release[estimator]["order_hi"], rows, out_cols, shown.hi)
             _put(state.n, rows, out_cols, ia.n[:, write])
             if len(pair_idx):
                 got = pair_statistics(
-                    _take(ia, left), _take(ia, left + 1), CONFIDENCE, direction=DIRECTION
+                    _take(ia, left), _take(ia, left + 1), CONFIDENCE, direction=DIRECTION,
+                    absent=(absent[:, left], absent[:, left + 1]),
                 )
                 values = {
                     "gap": got.gap, "diff": got.diff, "diff_lo": got.diff_lo,
@@ -367,7 +385,7 @@ def _copy_base(new: MetricArrays, old: MetricArrays, rows: slice, p: Plan) -> No
     pairs = _slices(same_pairs, p.old_col[same_pairs])
     bounds = _slices(same_bounds, p.old_col[same_bounds])
     for estimator in ESTIMATORS:
-        for k in ("estimate", "lo", "hi"):
+        for k in store.RELEASE_FIELDS:
             _copy(new.release[estimator][k], old.release[estimator][k], rows, cols)
         for k in store.PAIR_FIELDS:
             _copy(new.pair[estimator][k], old.pair[estimator][k], rows, pairs)
@@ -439,7 +457,8 @@ def view_arrays(
 ) -> dict[str, np.ndarray]:
     """One (metric, estimator, rule) as ``analysis_store.read_analysis`` assembles it."""
     fields = {k: state.column(estimator, k)[0] for k in store.BLOCK_FIELDS}
-    return store.view(fields, global_arrays, metric, estimator, rule, store.view_keys(rule))
+    return store.view(fields, global_arrays, metric, estimator, rule, store.view_keys(rule),
+                      window=WINDOW)
 
 
 def _paired(n: np.ndarray) -> np.ndarray:
@@ -501,13 +520,17 @@ def _globals(metrics: dict[str, MetricArrays]) -> dict[str, np.ndarray]:
             np.where(paired, state.window["shift"], np.nan),
             paired, window=WINDOW, min_relative_effect=MIN_RELATIVE_EFFECT,
             direction=DIRECTION,
+            # appeared / vanished: the same for both rules and both estimators
+            appearance=state.pair[ESTIMATORS[0]]["paper_verdict"],
+            adjacent=adjacent_change(state.release["median"]["estimate"]),
         )
         out[store.global_key(metric, "verdict")] = rec_verdict
         for estimator, rule in product(ESTIMATORS, RULES):
             rel = state.release[estimator]
             verdict = state.pair[estimator]["paper_verdict"] if rule == "paper" else rec_verdict
+            lo, hi = store.SHOWN_INTERVAL[rule]
             out[store.global_key(metric, f"{estimator}.{rule}.digression")] = (
-                digressions(verdict, rel["lo"], rel["hi"])
+                digressions(verdict, rel[lo], rel[hi])
             )
     return out
 

@@ -2,12 +2,12 @@
 releases. Writes need an API token (``Authorization: Bearer <token>``)."""
 
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from django.db.models import Count
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import File, Form, Router, Schema, Status
+from ninja import Field, File, Form, Router, Schema, Status
 from ninja.files import UploadedFile
 
 from deviations.core import access
@@ -63,6 +63,20 @@ class SeriesOut(Schema):
     name: str
     description: str
     releases: int
+    default_rule: str
+    min_relative_change: float
+    min_absolute_change_us: float
+
+
+class SeriesSettingsIn(Schema):
+    """What a series' owner may change; fields left out keep their value."""
+
+    default_rule: Literal["recommended", "paper"] | None = None
+    min_relative_change: float | None = Field(None, ge=0, le=10)
+    min_absolute_change_us: float | None = Field(None, ge=0)
+
+
+SETTINGS = ("default_rule", "min_relative_change", "min_absolute_change_us")
 
 
 def run_out(run: Run, duplicate: bool = False) -> dict[str, Any]:
@@ -134,10 +148,26 @@ def get_run(request: HttpRequest, run_id: int) -> dict[str, Any]:
 
 @router.get("/series", response=list[SeriesOut], summary="All series")
 def list_series(request: HttpRequest) -> list[dict[str, Any]]:
-    return [
-        {"name": s.name, "description": s.description, "releases": s.n}
-        for s in Series.objects.annotate(n=Count("releases"))
-    ]
+    return [_series_out(s) for s in Series.objects.annotate(n=Count("releases"))]
+
+
+def _series_out(s: Series) -> dict[str, Any]:
+    return {"name": s.name, "description": s.description, "releases": s.n,
+            **{k: getattr(s, k) for k in SETTINGS}}
+
+
+@router.patch(
+    "/series/{name}", auth=TokenAuth(), response={200: SeriesOut, 403: ErrorOut},
+    summary="Change a series' default rule or minimum practical change (owners)",
+)
+def update_series(request: HttpRequest, name: str, body: SeriesSettingsIn) -> dict[str, Any]:
+    series = get_object_or_404(Series.objects.annotate(n=Count("releases")), name=name)
+    access.check_write(request.auth, Ownership.SERIES, [series.name])
+    changed = body.dict(exclude_none=True)
+    for key, value in changed.items():
+        setattr(series, key, value)
+    series.save(update_fields=list(changed) or None)
+    return _series_out(series)
 
 
 @router.get(

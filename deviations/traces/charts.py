@@ -29,10 +29,12 @@ import numpy.typing as npt
 
 from deviations.core.text import plotly_text
 from deviations.stats.releases import (
+    APPEARED,
     IMPROVEMENT,
     NONSIGNIFICANT_OVERLAP,
     REGRESSION,
     SIGNIFICANT_OVERLAP,
+    VANISHED,
 )
 
 __all__ = ["MATRIX_CUSTOMDATA", "ci_narrowing", "deviation_matrix",
@@ -52,6 +54,8 @@ IMPROVEMENT_COLOR: Final = "#0072B2"  # Okabe–Ito blue
 SIGNIFICANT_COLOR: Final = "#7F7F7F"
 NONSIGNIFICANT_COLOR: Final = "#D0D0D0"
 DIGRESSION_COLOR: Final = "#000000"
+APPEARED_COLOR: Final = "#009E73"  # Okabe–Ito bluish green
+VANISHED_COLOR: Final = "#CC79A7"  # Okabe–Ito reddish purple
 MEDIAN_COLOR: Final = "#333333"
 MEAN_COLOR: Final = "#A0A0A0"
 HIGHLIGHT_COLOR: Final = "#F0E442"  # Okabe–Ito yellow
@@ -62,8 +66,10 @@ GAP_FOR_MAX: Final = 1.0
 """Relative gap ``|gap| / estimate(a)`` that gets the largest triangle (a doubling)."""
 
 MATRIX_CUSTOMDATA: Final = ("url", "release_a", "estimate_a", "lo_a", "hi_a", "estimate_b",
-                             "lo_b", "hi_b", "diff", "diff_lo", "diff_hi", "gap", "note")
-"""Columns of ``customdata`` of every matrix point (``note``: deviation traces only)."""
+                             "lo_b", "hi_b", "diff", "diff_lo", "diff_hi", "gap", "relative",
+                             "note")
+"""Columns of ``customdata`` of every matrix point (``relative``: ``diff / estimate_a``, the
+effect size; ``note``: deviation traces only)."""
 
 
 class _Intervals(Protocol):
@@ -144,7 +150,8 @@ _HOVER_MATRIX = (
     "<b>%{y}</b><br>%{customdata[1]} → %{x}<br>"
     "before: %{customdata[2]:.4~g} [%{customdata[3]:.4~g}, %{customdata[4]:.4~g}] UNIT<br>"
     "after: %{customdata[5]:.4~g} [%{customdata[6]:.4~g}, %{customdata[7]:.4~g}] UNIT<br>"
-    "diff: %{customdata[8]:+.4~g} [%{customdata[9]:+.4~g}, %{customdata[10]:+.4~g}] UNIT<br>"
+    "diff: %{customdata[8]:+.4~g} [%{customdata[9]:+.4~g}, %{customdata[10]:+.4~g}] UNIT"
+    " (%{customdata[12]:+.1%})<br>"
     "gap: %{customdata[11]:+.4~g} UNIT<br>"
 )
 
@@ -154,8 +161,12 @@ _KINDS: Final = (
     (IMPROVEMENT, "improvement", "triangle-down", IMPROVEMENT_COLOR),
     (SIGNIFICANT_OVERLAP, "significant overlap", "circle", SIGNIFICANT_COLOR),
     (NONSIGNIFICANT_OVERLAP, "non-significant overlap", "square", NONSIGNIFICANT_COLOR),
+    # Absent from every run on one side: not a measured change (stats.releases).
+    (APPEARED, "appeared", "star", APPEARED_COLOR),
+    (VANISHED, "vanished", "x", VANISHED_COLOR),
 )
-_OVERLAP_SIZE: Final = {SIGNIFICANT_OVERLAP: 5, NONSIGNIFICANT_OVERLAP: 4}
+_OVERLAP_SIZE: Final = {SIGNIFICANT_OVERLAP: 5, NONSIGNIFICANT_OVERLAP: 4, APPEARED: 9,
+                        VANISHED: 8}
 ROW_PX: Final = 20
 MATRIX_TOP_PX: Final = 90
 """Room above the rows: the title and the legend."""
@@ -181,6 +192,7 @@ def deviation_matrix(
     function_urls: Sequence[str] | None = None, *, title: str = "Deviation matrix",
     show: Literal["auto", "all", "deviations"] = "auto", unit: Unit = "ms",
     release_urls: Sequence[str] | None = None,
+    provisional: npt.ArrayLike | None = None,
 ) -> Figure:
     """The deviation matrix of seed 003, Figure 9: functions × consecutive release pairs.
 
@@ -197,6 +209,9 @@ def deviation_matrix(
     function_urls : sequence of str, length F, optional
         Relative or http(s) URL of each function's page, carried in ``customdata[0]``
         of each of its points (``None`` when not given) for a click handler.
+    provisional : bool array (F, R-1), optional
+        Pairs whose verdict later releases may still change: a deviation's hover says
+        so.
     show : {"auto", "all", "deviations"}
         ``"deviations"`` leaves out the non-significant overlaps (most cells of a large
         matrix and most of the payload; a subtitle says so). ``"auto"`` does so only
@@ -212,8 +227,10 @@ def deviation_matrix(
     kind, only cells that have that verdict: regression ``triangle-up`` (vermillion),
     improvement ``triangle-down`` (blue), both sized by :func:`marker_size`;
     significant overlap a small grey ``circle``, non-significant overlap a smaller
-    light grey ``square``. A last trace, "digression starts", draws a black ring
-    around deviations that start a digression (and their hover says so). Hover
+    light grey ``square``; a function absent from every run of the earlier release
+    ``appeared`` (green ``star``), of the later one ``vanished`` (purple ``x``). A
+    last trace, "digression starts", draws a black ring around deviations that start
+    a digression (and their hover says so). Hover
     shows the function, "a → b", both estimates with their CIs, the difference
     with its CI, the gap and the verdict, from ``customdata`` (columns in
     :data:`MATRIX_CUSTOMDATA`, numbers in ``unit``).
@@ -233,6 +250,8 @@ def deviation_matrix(
     )
     kind = "scatter" if shown <= SVG_MAX_POINTS else "scattergl"
     dig = _shape("digression", digression, pairs, np.bool_)
+    late = (np.zeros(pairs, dtype=np.bool_) if provisional is None
+            else _shape("provisional", provisional, pairs, np.bool_))
     g, d, dlo, dhi = (_shape(n, a, pairs) for n, a in
                       (("gap", gap), ("diff", diff), ("diff_lo", diff_lo), ("diff_hi", diff_hi)))
     est, elo, ehi = (_shape(n, a, (n_f, n_r)) for n, a in
@@ -252,9 +271,13 @@ def deviation_matrix(
         if show == "deviations" and code == NONSIGNIFICANT_OVERLAP:
             continue
         fi, pi = np.nonzero(v == code)
+        if code in (APPEARED, VANISHED) and not len(fi):
+            continue  # rare: in the legend only when present
         cols = [_json(a[fi, pi], per) for a in (est, elo, ehi)]
         cols += [_json(a[fi, pi + 1], per) for a in (est, elo, ehi)]
         cols += [_json(a[fi, pi], per) for a in (d, dlo, dhi, g)]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cols.append(_json(d[fi, pi] / np.abs(est[fi, pi])))
         x = [rnames[p + 1] for p in pi.tolist()]
         y = [fnames[f] for f in fi.tolist()]
         lead = [[urls[f], rnames[p]] for f, p in zip(fi.tolist(), pi.tolist(), strict=True)]
@@ -265,9 +288,10 @@ def deviation_matrix(
             sizes = marker_size(g[fi, pi], est[fi, pi])
             marker["size"] = sizes.tolist()
             starts = dig[fi, pi]
-            for c, s in zip(custom, starts.tolist(), strict=True):
-                c.append(" · starts a digression (comes back later)" if s else "")
-            template += "%{customdata[12]}"
+            for c, s, p in zip(custom, starts.tolist(), late[fi, pi].tolist(), strict=True):
+                c.append((" · starts a digression (comes back later)" if s else "")
+                         + (" · provisional (later releases may change it)" if p else ""))
+            template += "%{customdata[13]}"
             rings_x += [x[i] for i in np.flatnonzero(starts)]
             rings_y += [y[i] for i in np.flatnonzero(starts)]
             rings_size += (sizes[starts] + 6).tolist()

@@ -25,7 +25,7 @@ CHOICES = {
     "sort": ("deviations", "gap", "name"),
 }
 PER_RELEASE = ("estimate", "lo", "hi", "n")
-PER_PAIR = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "digression")
+PER_PAIR = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "digression", "provisional")
 PER_PAGE = 100
 MAX_PER_PAGE = 2000
 
@@ -44,6 +44,8 @@ class MatrixQuery:
     last: str = ""
     page: int = 1
     per: int = PER_PAGE
+    #: The series' default rule (not a control): what ``rule`` is when not asked for.
+    default_rule: str = "paper"
 
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> MatrixQuery:
@@ -63,6 +65,14 @@ class MatrixQuery:
                 values[key] = default
         return cls(**values)
 
+    @classmethod
+    def for_series(cls, params: Mapping[str, str], series: Series) -> MatrixQuery:
+        """Controls from a query string, the rule defaulting to the series' setting."""
+        query = replace(cls.from_params(params), default_rule=series.default_rule)
+        if params.get("rule") not in CHOICES["rule"]:
+            query = replace(query, rule=series.default_rule)
+        return query
+
     def params(self, **changes: Any) -> str:
         """The query string of these controls with ``changes``; defaults are left out.
 
@@ -71,11 +81,13 @@ class MatrixQuery:
         fields = {k: v for k, v in changes.items() if k in vars(self)}
         extra = {k: v for k, v in changes.items() if k not in vars(self)}
         query = replace(self, **fields)
-        defaults = MatrixQuery()
+        defaults = MatrixQuery(default_rule=self.default_rule)
         items = {
             key: ("1" if value is True else value)
             for key, value in vars(query).items()
-            if value != getattr(defaults, key)
+            # The rule is kept unless it is "paper" and the series' default, so that a
+            # permalink keeps its rule when the series' default changes.
+            if value != getattr(defaults, key) or (key == "rule" and value != self.default_rule)
         }
         return urlencode(items | extra)
 

@@ -29,6 +29,21 @@ class Series(models.Model):
     name = models.CharField(max_length=100, unique=True, validators=[_validate_series_name])
     description = models.TextField(blank=True)
     created = models.DateTimeField(auto_now_add=True)
+    #: The rule pages, exports and alerts use unless asked for the other one
+    #: (docs/statistics.md, "Comparing releases").
+    default_rule = models.CharField(
+        max_length=20, default="recommended",
+        choices=[("recommended", "recommended"), ("paper", "paper (seed 003)")],
+    )
+    #: The minimum practical change: a significant change smaller than either threshold
+    #: is "significant, not a deviation" (docs/statistics.md says how the defaults were
+    #: chosen from the TracerBench runs and the simulation).
+    min_relative_change = models.FloatField(
+        default=0.10, help_text="fraction of the earlier release's estimate (0.10 = 10%)",
+    )
+    min_absolute_change_us = models.FloatField(
+        default=20.0, help_text="microseconds",
+    )
 
     class Meta:
         ordering = ["name"]
@@ -236,7 +251,9 @@ class AnalysisBlock(models.Model):
     rows`` of the matrix (usually all; a release analysed before new functions arrived
     gets a second block for their rows). Each field is a packed little-endian array of
     ``rows`` values: per release ``estimate``, ``lo``, ``hi`` (the estimator's interval),
-    ``n`` (int64); for the pair ending at this release (empty in the first column):
+    ``order_lo``, ``order_hi`` (the interval the recommended rule shows: order statistics
+    for the median, the same as ``lo``/``hi`` for the mean), ``n`` (int64); for the pair
+    ending at this release (empty in the first column):
     ``gap``, ``diff``, ``diff_lo``, ``diff_hi``, ``paper_p``, ``paper_verdict`` (int8 codes
     of ``deviations.stats.releases``), and the recommended rule's window tests ``z``, ``p``
     (raw, before Benjamini–Hochberg) and ``shift``. A new release rewrites its own blocks and
@@ -252,6 +269,8 @@ class AnalysisBlock(models.Model):
     estimate = models.BinaryField()
     lo = models.BinaryField()
     hi = models.BinaryField()
+    order_lo = models.BinaryField(default=b"")
+    order_hi = models.BinaryField(default=b"")
     n = models.BinaryField()
     gap = models.BinaryField()
     diff = models.BinaryField()

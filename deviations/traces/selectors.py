@@ -8,7 +8,13 @@ import numpy as np
 from django.db.models import Count, Q
 
 from deviations.stats.intervals import MIN_RUNS, median_ci
-from deviations.stats.releases import IMPROVEMENT, NO_VERDICT, REGRESSION, verdict_name
+from deviations.stats.releases import (
+    IMPROVEMENT,
+    NO_VERDICT,
+    REGRESSION,
+    practical_verdicts,
+    verdict_name,
+)
 from deviations.traces.models import Function, Release, Run, RunTimes, Series
 from deviations.traces.store import binary_values, read_analysis
 
@@ -51,6 +57,27 @@ def releases_with_counts(series: Series) -> list[Release]:
             runs_pending=Count("runs", filter=Q(runs__status=Run.PENDING)),
         ).order_by("sort_key", "id")
     )
+
+
+def releases_lacking_runs(series: Series) -> list[dict[str, Any]]:
+    """Releases with fewer than ``MIN_RUNS`` done runs, in series order: no interval, so
+    they are not columns of the analysis (their neighbours are compared with each other).
+    """
+    return [{"version": r.version, "runs_done": r.runs_done, "url": r.get_absolute_url()}
+            for r in releases_with_counts(series) if r.runs_done < MIN_RUNS]
+
+
+def lacking_runs_by_series() -> dict[int, list[str]]:
+    """Per series id, the versions with fewer than ``MIN_RUNS`` done runs (one query)."""
+    found = (
+        Release.objects.annotate(done=Count("runs", filter=Q(runs__status=Run.DONE)))
+        .filter(done__lt=MIN_RUNS).order_by("series_id", "sort_key", "id")
+        .values_list("series_id", "version")
+    )
+    out: dict[int, list[str]] = {}
+    for series_id, version in found:
+        out.setdefault(series_id, []).append(version)
+    return out
 
 
 def release_times(release: Release) -> tuple[list[int], Any, Any, Any, list[Run]]:
@@ -97,8 +124,24 @@ def stored_analysis(
     """The stored matrices of one (metric, estimator, rule), or None before any analysis.
 
     ``keys`` limits the arrays decoded (``release_ids`` and ``function_ids`` always come).
+    Verdicts (and digressions) are those left by the series' minimum practical change
+    (``stats.releases.practical_verdicts``): every page, export and alert reads them here.
     """
-    return read_analysis(series, metric, estimator, rule, keys)
+    wanted = None if keys is None else list(keys)
+    if wanted is not None and "verdict" in wanted:
+        wanted += ["diff", "estimate"]
+    found = read_analysis(series, metric, estimator, rule, wanted)
+    if found is None or "verdict" not in found:
+        return found
+    verdict = practical_verdicts(
+        found["verdict"], found["diff"], found["estimate"][:, :-1],
+        min_relative=series.min_relative_change, min_absolute=series.min_absolute_change_us,
+    )
+    found["verdict"] = verdict
+    if "digression" in found:
+        found["digression"] = found["digression"] & ((verdict == REGRESSION)
+                                                     | (verdict == IMPROVEMENT))
+    return found
 
 
 def release_versions(release_ids: np.ndarray) -> list[str]:
@@ -194,12 +237,23 @@ def deviation_cells(
                 "diff": _number(arrays["diff"][f, p]),
                 "diff_lo": _number(arrays["diff_lo"][f, p]),
                 "diff_hi": _number(arrays["diff_hi"][f, p]),
+                "relative": _relative(arrays["diff"][f, p], arrays["estimate"][f, p]),
                 "digression": bool(arrays["digression"][f, p]),
+                # may still change as later releases arrive (stats.releases.provisional_pairs)
+                "provisional": bool(arrays["provisional"][f, p]),
             }
 
 
+def _relative(diff: Any, before: Any) -> float | None:
+    """The effect size ``diff / |estimate before|`` (0.25 = +25%), None when undefined."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = float(np.float64(diff) / np.abs(np.float64(before)))
+    return value if np.isfinite(value) else None
+
+
 FUNCTION_FIELDS = ["release", "n", "median", "median_lo", "median_hi", "mean", "mean_lo",
-                   "mean_hi", "verdict", "diff", "diff_lo", "diff_hi", "gap", "digression"]
+                   "mean_hi", "verdict", "diff", "diff_lo", "diff_hi", "relative", "gap",
+                   "digression", "provisional"]
 
 
 @dataclass(frozen=True)
@@ -225,10 +279,16 @@ def latest_deviations(series: Series) -> dict[str, Any] | None:
         return None
     last = found["verdict"][:, -1]
     versions = release_versions(found["release_ids"][-2:])
+    # The newest release may have too few runs to be analysed: say so, never skip it.
+    newest = (Release.objects.filter(series=series).order_by("-sort_key", "-id")
+              .annotate(done=Count("runs", filter=Q(runs__status=Run.DONE)))
+              .values_list("version", "done").first())
     return {
         "from": versions[0], "to": versions[1],
         "regressions": int((last == REGRESSION).sum()),
         "improvements": int((last == IMPROVEMENT).sum()),
+        "newest": newest[0] if newest and newest[0] != versions[1] else None,
+        "newest_runs": newest[1] if newest else None,
     }
 
 
@@ -237,7 +297,7 @@ def function_detail(
     *, with_samples: bool = False,
 ) -> FunctionDetail | None:
     per_release = ("estimate", "lo", "hi", "n")
-    per_pair = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "digression")
+    per_pair = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "digression", "provisional")
     med = stored_analysis(series, metric, "median", rule,
                           per_release + per_pair * (estimator == "median"))
     mean = stored_analysis(series, metric, "mean", rule,
@@ -258,7 +318,7 @@ def function_detail(
             "median_hi": _number(med["hi"][f, r]), "mean": _number(mean["estimate"][f, r]),
             "mean_lo": _number(mean["lo"][f, r]), "mean_hi": _number(mean["hi"][f, r]),
             "verdict": None, "diff": None, "diff_lo": None, "diff_hi": None, "gap": None,
-            "digression": False,
+            "relative": None, "digression": False, "provisional": False,
         }
         if r > 0 and chosen["verdict"][f, r - 1] != NO_VERDICT:
             row.update(
@@ -266,8 +326,10 @@ def function_detail(
                 diff=_number(chosen["diff"][f, r - 1]),
                 diff_lo=_number(chosen["diff_lo"][f, r - 1]),
                 diff_hi=_number(chosen["diff_hi"][f, r - 1]),
+                relative=_relative(chosen["diff"][f, r - 1], chosen["estimate"][f, r - 1]),
                 gap=_number(chosen["gap"][f, r - 1]),
                 digression=bool(chosen["digression"][f, r - 1]),
+                provisional=bool(chosen["provisional"][f, r - 1]),
             )
         rows.append(row)
     samples = narrowing = None
@@ -350,6 +412,7 @@ def release_changes(release: Release, metric: str, estimator: str, rule: str) ->
             "gap": _number(found["gap"][f, p]), "diff": _number(found["diff"][f, p]),
             "diff_lo": _number(found["diff_lo"][f, p]), "diff_hi": _number(found["diff_hi"][f, p]),
             "digression": bool(found["digression"][f, p]),
+            "relative": _relative(found["diff"][f, p], found["estimate"][f, p]),
             "relative_gap": float(relative[f]) if np.isfinite(relative[f]) else None,
         })
     rows.sort(key=lambda row: -(row["relative_gap"] or 0.0))

@@ -33,6 +33,7 @@ from django.db.models import Count, QuerySet
 
 from deviations.stats.intervals import MIN_RUNS
 from deviations.stats.multiple import benjamini_hochberg
+from deviations.stats.releases import interval_gap, provisional_pairs
 from deviations.traces.models import AnalysisBlock, Series, SeriesAnalysis
 
 METRICS = ("self", "total")
@@ -42,7 +43,10 @@ RULES = ("paper", "recommended")
 # Fields of a block and their dtypes. Per release: the estimator's interval and n; per
 # pair (the pair ending at the block's release): the difference, the paper rule's verdict
 # and p-value, and the recommended rule's raw window tests.
-RELEASE_FIELDS = ("estimate", "lo", "hi")
+RELEASE_FIELDS = ("estimate", "lo", "hi", "order_lo", "order_hi")
+#: The interval limits each rule shows (and tests digressions with): Olive's for the
+#: paper rule (seed 003), the order-statistic interval for the recommended rule.
+SHOWN_INTERVAL = {"paper": ("lo", "hi"), "recommended": ("order_lo", "order_hi")}
 PAIR_FIELDS = ("gap", "diff", "diff_lo", "diff_hi", "paper_p", "paper_verdict")
 WINDOW_FIELDS = ("z", "p", "shift")
 BLOCK_FIELDS = (*RELEASE_FIELDS, "n", *PAIR_FIELDS, *WINDOW_FIELDS)
@@ -476,7 +480,7 @@ def read_state(series_id: int) -> Stored | None:
 # the global arrays; the recommended rule's window statistics are masked by ``paired``.
 PER_RELEASE_KEYS = ("estimate", "lo", "hi", "n")
 PER_PAIR_KEYS = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "p_value", "q_value",
-                 "digression")
+                 "digression", "provisional")
 RECOMMENDED_KEYS = ("z", "shift")
 
 
@@ -490,7 +494,11 @@ def _sources(metric: str, estimator: str, rule: str, wanted: Sequence[str]
     recommended = rule == "recommended"
     fields: list[str] = []
     for key in wanted:
-        if key in PER_RELEASE_KEYS or key in ("gap", "diff", "diff_lo", "diff_hi"):
+        if recommended and key in ("lo", "hi"):
+            fields.append(f"order_{key}")
+        elif recommended and key == "gap":
+            fields += ["order_lo", "order_hi", "n"]
+        elif key in PER_RELEASE_KEYS or key in ("gap", "diff", "diff_lo", "diff_hi"):
             fields.append(key)
         elif key == "verdict" and not recommended:
             fields.append("paper_verdict")
@@ -505,12 +513,14 @@ def _sources(metric: str, estimator: str, rule: str, wanted: Sequence[str]
         members.append(global_key(metric, "verdict"))
     if "digression" in wanted:
         members.append(global_key(metric, f"{estimator}.{rule}.digression"))
+    if "provisional" in wanted:
+        fields.append("n")  # for the shape, when nothing else is asked
     return list(dict.fromkeys(fields)), members
 
 
 def view(
     fields: Mapping[str, np.ndarray], global_arrays: Mapping[str, np.ndarray], metric: str,
-    estimator: str, rule: str, wanted: Sequence[str],
+    estimator: str, rule: str, wanted: Sequence[str], *, window: int,
 ) -> dict[str, np.ndarray]:
     """The keys ``wanted`` of one (metric, estimator, rule) from block fields (whole
     functions × columns arrays) and global arrays: what pages read, and what the analysis
@@ -519,7 +529,9 @@ def view(
     The recommended rule's window statistics are masked where a pair has fewer than
     ``MIN_RUNS`` runs on a side; its q-values are Benjamini–Hochberg over the stored
     p-values, as the analysis did (not stored: one sort here saves rewriting 1.6 MB per
-    metric with every new release); the paper rule has none (NaN).
+    metric with every new release); the paper rule has none (NaN). ``provisional``
+    marks the cells whose verdict later releases may still change
+    (``stats.releases.provisional_pairs`` with the analysis's ``window``).
     """
     recommended = rule == "recommended"
     if recommended and "n" in fields:
@@ -527,7 +539,13 @@ def view(
         paired = (n[:, :-1] >= MIN_RUNS) & (n[:, 1:] >= MIN_RUNS)
     out: dict[str, np.ndarray] = {}
     for key in wanted:
-        if key in PER_RELEASE_KEYS or key in ("gap", "diff", "diff_lo", "diff_hi"):
+        if recommended and key in ("lo", "hi"):
+            out[key] = fields[f"order_{key}"]
+        elif recommended and key == "gap":
+            lo, hi = fields["order_lo"], fields["order_hi"]
+            out[key] = np.where(paired, interval_gap(lo[:, :-1], hi[:, :-1], lo[:, 1:],
+                                                     hi[:, 1:]), np.nan)
+        elif key in PER_RELEASE_KEYS or key in ("gap", "diff", "diff_lo", "diff_hi"):
             out[key] = fields[key]
         elif key == "verdict":
             out[key] = (global_arrays[global_key(metric, "verdict")] if recommended
@@ -541,6 +559,11 @@ def view(
             out[key] = global_arrays[global_key(metric, f"{estimator}.{rule}.digression")]
         elif key in RECOMMENDED_KEYS and recommended:
             out[key] = np.where(paired, fields[key], np.nan)
+        elif key == "provisional":
+            F, R = fields["n"].shape  # noqa: N806
+            late = provisional_pairs(max(R - 1, 0), "recommended" if recommended else "paper",
+                                     window)
+            out[key] = np.broadcast_to(late, (F, len(late))).copy()
     return out
 
 
@@ -559,10 +582,11 @@ def read_analysis(
     def read() -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray],
                         dict[str, np.ndarray]] | None:
         head = binary_values(SeriesAnalysis.objects.filter(series_id=series.pk),
-                             ("release_ids", "function_ids", "global_arrays"))
+                             ("release_ids", "function_ids", "global_arrays", "params"))
         if not head:
             return None
         release_ids, function_ids = _ints(head[0][0]), _ints(head[0][1])
+        window = int(np.frombuffer(bytes(head[0][3]), dtype="<f8")[1])
         found = binary_values(
             AnalysisBlock.objects.filter(series_id=series.pk, metric=metric,
                                          estimator=estimator),
@@ -573,13 +597,13 @@ def read_analysis(
             return None
         shape = (len(function_ids), max(len(release_ids) - 1, 0))
         return (release_ids, function_ids, got,
-                _dense(_unnpz(bytes(head[0][2]), members), shape))
+                _dense(_unnpz(bytes(head[0][2]), members), shape), window)
 
     read_back = _read_consistent(series.pk, read)
     if read_back is None:
         return None
-    release_ids, function_ids, got, global_arrays = read_back
-    out = view(got, global_arrays, metric, estimator, rule, wanted)
+    release_ids, function_ids, got, global_arrays, window = read_back
+    out = view(got, global_arrays, metric, estimator, rule, wanted, window=window)
     if len(function_ids) > 1 and np.any(np.diff(function_ids) < 0):
         order = np.argsort(function_ids, kind="stable")
         function_ids = function_ids[order]

@@ -17,15 +17,16 @@ from django.views.decorators.http import require_POST
 from deviations.core.errors import UserError
 from deviations.core.tables import write_csv
 from deviations.core.text import plotly_text
+from deviations.stats.intervals import MIN_RUNS
 from deviations.traces import annotations as notes
 from deviations.traces import charts, compare, selectors
 from deviations.traces.matrix import MatrixQuery, cell_rows, matrix_slice, range_problem
 from deviations.traces.models import Function, Release, ReleaseAnnotation, Run, Series
 
 SERIES_FIELDS = ["series", "releases", "runs", "latest_from", "latest_to", "regressions",
-                 "improvements"]
+                 "improvements", "newest_not_compared", "releases_lacking_runs"]
 DEVIATION_FIELDS = ["function", "from_release", "to_release", "verdict", "gap", "diff",
-                    "diff_lo", "diff_hi", "digression"]
+                    "diff_lo", "diff_hi", "relative", "digression", "provisional"]
 
 
 def _table_response(rows: Iterable[dict[str, Any]], fields: list[str], fmt: str,
@@ -48,6 +49,7 @@ def series_list(request: HttpRequest) -> HttpResponse:
         last_ingest=Max("runs__finished"),
     ))
     latest = {s.pk: selectors.latest_deviations(s) for s in series}
+    lacking = selectors.lacking_runs_by_series()
     fmt = request.GET.get("format")
     if fmt in ("csv", "json"):
         rows = [
@@ -55,18 +57,20 @@ def series_list(request: HttpRequest) -> HttpResponse:
              "latest_from": (latest[s.pk] or {}).get("from"),
              "latest_to": (latest[s.pk] or {}).get("to"),
              "regressions": (latest[s.pk] or {}).get("regressions"),
-             "improvements": (latest[s.pk] or {}).get("improvements")}
+             "improvements": (latest[s.pk] or {}).get("improvements"),
+             "newest_not_compared": (latest[s.pk] or {}).get("newest"),
+             "releases_lacking_runs": " ".join(lacking.get(s.pk, []))}
             for s in series
         ]
         return _table_response(rows, SERIES_FIELDS, fmt, "series")
     return render(request, "deviations/series_list.html",
-                  {"series": [(s, latest[s.pk]) for s in series]})
+                  {"series": [(s, latest[s.pk], lacking.get(s.pk, [])) for s in series]})
 
 
 def series_detail(request: HttpRequest, name: str) -> HttpResponse:
     """The deviation matrix (seed 003, Figure 9) with its controls."""
     series = get_object_or_404(Series, name=name)
-    query = MatrixQuery.from_params(request.GET)
+    query = MatrixQuery.for_series(request.GET, series)
     view = matrix_slice(series, query)
     fmt = request.GET.get("format")
     if fmt in ("csv", "json"):
@@ -84,6 +88,7 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
             a["diff_lo"], a["diff_hi"], a["estimate"], a["lo"], a["hi"], a["digression"],
             urls, title=f"{query.metric} time, {query.estimator}, {query.rule} rule",
             release_urls=release_urls,
+            provisional=a["provisional"],
         )
         notes.add_marks(figure, series, {v: plotly_text(v) for v in view.releases[1:]})
         table = [
@@ -97,6 +102,9 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
         "series": series, "query": query, "view": view, "figure": figure, "table": table,
         "releases": releases,
         "range_problem": range_problem(query, [r.version for r in releases]),
+        "lacking": selectors.releases_lacking_runs(series),
+        "provisional_pairs": int(view.arrays["provisional"].any(axis=0).sum()) if view else 0,
+        "min_runs": MIN_RUNS,
         "permalink": request.path + ("?" + query.params() if query.params() else ""),
         "export_csv": "?" + query.params(format="csv"),
         "export_json": "?" + query.params(format="json"),
@@ -111,7 +119,7 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
 def matrix_json(request: HttpRequest, name: str) -> HttpResponse:
     """The cells the matrix page shows with the same controls, as JSON."""
     series = get_object_or_404(Series, name=name)
-    view = matrix_slice(series, MatrixQuery.from_params(request.GET))
+    view = matrix_slice(series, MatrixQuery.for_series(request.GET, series))
     return _table_response(cell_rows(view) if view is not None else [], DEVIATION_FIELDS,
                            "json", "")
 
@@ -120,7 +128,7 @@ def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpRe
     """One function across releases: median and mean CIs, deviations, runs on demand."""
     series = get_object_or_404(Series, name=name)
     function = get_object_or_404(Function, series=series, pk=function_id)
-    query = MatrixQuery.from_params(request.GET)
+    query = MatrixQuery.for_series(request.GET, series)
     detail = selectors.function_detail(series, function, query.metric, query.estimator,
                                        query.rule, with_samples="runs" in request.GET)
     fmt = request.GET.get("format")
@@ -160,7 +168,7 @@ def release_detail(request: HttpRequest, name: str, version: str) -> HttpRespons
     release = get_object_or_404(
         Release.objects.select_related("series"), series__name=name, version=version
     )
-    query = MatrixQuery.from_params(request.GET)
+    query = MatrixQuery.for_series(request.GET, release.series)
     changes = selectors.release_changes(release, query.metric, query.estimator, query.rule)
     fmt = request.GET.get("format")
     if fmt in ("csv", "json"):
@@ -170,6 +178,8 @@ def release_detail(request: HttpRequest, name: str, version: str) -> HttpRespons
         "release": release, "series": release.series, "query": query, "changes": changes,
         "runs": release.runs.order_by("created", "id"),
         "table": selectors.release_function_table(release),
+        "runs_done": release.runs.filter(status=Run.DONE).count(),
+        "min_runs": MIN_RUNS,
         "permalink": request.get_full_path(),
         "export_csv": "?" + query.params(format="csv"),
         "export_json": "?" + query.params(format="json"),

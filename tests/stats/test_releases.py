@@ -18,13 +18,16 @@ from deviations.stats.intervals import (
     median_diff_ci,
 )
 from deviations.stats.releases import (
+    APPEARED,
     IMPROVEMENT,
     NO_VERDICT,
     NONSIGNIFICANT_OVERLAP,
     REGRESSION,
     SIGNIFICANT_OVERLAP,
+    VANISHED,
     VERDICTS,
     Comparison,
+    absent_releases,
     compare,
     compare_matrix,
     digressions,
@@ -101,6 +104,8 @@ SWAP = {
     "improvement": "regression",
     "significant_overlap": "significant_overlap",
     "nonsignificant_overlap": "nonsignificant_overlap",
+    "appeared": "vanished",
+    "vanished": "appeared",
 }
 
 
@@ -122,7 +127,8 @@ def test_swapping_releases_flips_the_verdict(estimator, a, b):
 def test_verdict_names():
     assert [
         verdict_name(c)
-        for c in (NONSIGNIFICANT_OVERLAP, SIGNIFICANT_OVERLAP, REGRESSION, IMPROVEMENT)
+        for c in (NONSIGNIFICANT_OVERLAP, SIGNIFICANT_OVERLAP, REGRESSION, IMPROVEMENT,
+                  APPEARED, VANISHED)
     ] == list(VERDICTS)
     assert verdict_name(NO_VERDICT) is None
     with pytest.raises(ValueError, match="unknown verdict"):
@@ -418,3 +424,121 @@ def test_recommended_verdicts_take_the_direction():
     assert np.any(lower == REGRESSION)
     np.testing.assert_array_equal(higher == IMPROVEMENT, lower == REGRESSION)
     np.testing.assert_array_equal(higher == REGRESSION, lower == IMPROVEMENT)
+
+
+# --- absent releases: appeared and vanished ----------------------------------------------
+
+
+def test_absent_releases():
+    x = np.array([[0.0, 0.0, np.nan], [0.0, 1.0, 0.0], [0.0, np.nan, np.nan]])
+    assert absent_releases(x).tolist() == [True, False, False]  # one run: not enough
+
+
+def test_compare_appeared_and_vanished():
+    rng = np.random.default_rng(12)
+    present = rng.lognormal(3.0, 0.2, 10)
+    zeros = np.zeros(10)
+    assert compare(zeros, present).verdict == "appeared"
+    assert compare(present, zeros).verdict == "vanished"
+    assert compare(zeros, zeros).verdict == "nonsignificant_overlap"
+    # Some zeros are measurements (a function not called in some runs): compared as usual.
+    assert compare(np.r_[zeros[:5], present[:5]], present).verdict != "appeared"
+
+
+@pytest.mark.parametrize("rule", ["paper", "recommended"])
+def test_absent_releases_never_regressions_nor_in_the_family(rule):
+    """A function missing from every run of some releases (headless switch, rename) gets
+    appeared/vanished at those boundaries, never a regression or improvement, and its
+    absent releases give no p-value to the Benjamini–Hochberg family."""
+    rng = np.random.default_rng(3)
+    F, R, n = 20, 10, 10  # noqa: N806
+    x = rng.lognormal(4.0, 0.1, (F, R, n))
+    x[0, :4] = 0.0      # appears at boundary 3
+    x[1, 6:] = 0.0      # vanishes at boundary 5
+    x[2, 3:5] = 0.0     # absent for two releases in the middle
+    m = compare_matrix(x, rule=rule)
+    assert m.verdict[0].tolist() == [0, 0, 0, APPEARED, 0, 0, 0, 0, 0]
+    assert m.verdict[1, 5] == VANISHED
+    assert m.verdict[1, 6:].tolist() == [0, 0, 0]
+    assert m.verdict[2, 2] == VANISHED
+    assert m.verdict[2, 4] == APPEARED
+    assert m.verdict[2, 3] == NONSIGNIFICANT_OVERLAP
+    assert not np.isin(m.verdict[:3], [REGRESSION, IMPROVEMENT]).any()
+    # no p-value where a side is absent
+    assert np.isnan(m.p_value[0, :4]).all()
+    assert np.isnan(m.p_value[1, 5:]).all()
+    assert np.isnan(m.p_value[2, 2:5]).all()
+    if rule == "recommended":
+        # the window tests leave absent releases out: the next boundaries are measured
+        assert np.isfinite(m.p_value[0, 4:]).all()
+        assert np.isfinite(m.p_value[2, 5:]).all()
+
+
+# --- minimum practical change, provisional verdicts ----------------------------------------
+
+
+def test_practical_verdicts_demote_small_deviations_only():
+    verdict = np.array([REGRESSION, IMPROVEMENT, REGRESSION, REGRESSION, APPEARED, NO_VERDICT])
+    diff = np.array([3.0, -40.0, 25.0, 500.0, 3.0, np.nan])
+    before = np.array([10.0, 1000.0, 100.0, 1000.0, 0.0, np.nan])
+    got = releases_module.practical_verdicts(verdict, diff, before, min_relative=0.1,
+                                             min_absolute=20.0)
+    # 3 µs: under 20 µs; -40 µs of 1000: 4%; 25 µs of 100 and 500 of 1000: kept.
+    assert got.tolist() == [SIGNIFICANT_OVERLAP, SIGNIFICANT_OVERLAP, REGRESSION, REGRESSION,
+                            APPEARED, NO_VERDICT]
+    same = releases_module.practical_verdicts(verdict, diff, before, min_relative=0,
+                                              min_absolute=0)
+    assert same.tolist() == verdict.tolist()
+    with pytest.raises(ValueError, match=">= 0"):
+        releases_module.practical_verdicts(verdict, diff, before, min_relative=-1,
+                                           min_absolute=0)
+
+
+def test_provisional_pairs_are_the_recommended_rules_unfilled_windows():
+    assert not releases_module.provisional_pairs(10, "paper").any()
+    late = releases_module.provisional_pairs(10, "recommended", window=3)
+    assert late.tolist() == [False] * 4 + [True] * 6
+    assert releases_module.provisional_pairs(2, "recommended").all()
+
+
+def test_a_verdict_outside_the_provisional_pairs_no_longer_changes():
+    """Adding releases changes a boundary's verdict only while it is among the last
+    3 w - 3 (the window tests, the local maximum and the placement); beyond, only the
+    Benjamini–Hochberg threshold could move it, and it does not here."""
+    rng = np.random.default_rng(8)
+    x = rng.lognormal(5.0, 0.2, (30, 14, 10))
+    x[:10, 6:] *= 2.0
+    final = compare_matrix(x, rule="recommended").verdict
+    for r in range(6, 14):
+        got = compare_matrix(x[:, :r], rule="recommended").verdict
+        settled = ~releases_module.provisional_pairs(r - 1, "recommended")
+        np.testing.assert_array_equal(got[:, settled], final[:, : r - 1][:, settled])
+
+
+def test_both_ends_of_a_two_release_digression_are_flagged():
+    """Issue 12: up at boundary 9, back down at boundary 11. The local maximum used to
+    compare both ends (|z| of either sign) and kept one; now each sign competes alone, and
+    each flag is placed where the adjacent medians moved."""
+    rng = np.random.default_rng(21)
+    x = rng.lognormal(6.0, 0.1, (12, 20, 10))
+    x[:6, 10:12] *= 2.0
+    m = compare_matrix(x, rule="recommended")
+    for f in range(6):
+        assert m.verdict[f, 9] == REGRESSION, (f, m.verdict[f])
+        assert m.verdict[f, 11] == IMPROVEMENT, (f, m.verdict[f])
+        assert m.verdict[f, 10] != REGRESSION
+
+
+def test_a_flag_is_placed_on_the_boundary_whose_releases_moved():
+    kept = np.array([[False, True, False, False]])
+    up = np.array([[True, True, True, True]])
+    ok = np.ones((1, 4), dtype=bool)
+    size = np.full((1, 4), 1.0)
+    # The windows peaked at boundary 1, but the adjacent medians moved at boundary 2.
+    moved, direction = releases_module._place(kept, up, np.array([[0.0, 0.05, 0.9, 0.0]]),
+                                               ok, 2, size)
+    assert moved.tolist() == [[False, False, True, False]]
+    assert direction[0, 2]
+    # Its own releases moved enough: it stays.
+    stay, _ = releases_module._place(kept, up, np.array([[0.0, 0.8, 0.9, 0.0]]), ok, 2, size)
+    assert stay.tolist() == kept.tolist()

@@ -109,7 +109,7 @@ def test_stats_and_deviations_match_the_statistics_core(tmp_path: Path) -> None:
         )
         assert row["mean"] == pytest.approx(mean_ci(values).estimate)
         assert row["n"] == 5
-    deviations = {(r["function"], r["to_release"]): r for r in export("deviations")}
+    deviations = {(r["function"], r["to_release"]): r for r in export("deviations", rule="paper")}
     for before, after in [("1.0", "1.1"), ("1.1", "1.2"), ("1.2", "1.3")]:
         row = deviations[("Paint", after)]
         expected = compare(PAINT[before], PAINT[after])
@@ -409,7 +409,7 @@ def test_a_vanished_run_or_new_parameters_recompute_everything(
     message = analysis.analyse_series(data.series.pk)
     assert message == "12 functions × 8 releases analysed" or "incremental" not in message
     assert_same_as_full(data.series)
-    monkeypatch.setattr(analysis, "PARAMS", analysis.PARAMS + [0, 1, 0, 0])
+    monkeypatch.setattr(analysis, "PARAMS", analysis.PARAMS + [0, 1, 0, 0, 0])
     monkeypatch.setattr(analysis, "WINDOW", analysis.WINDOW + 1)
     data.add_runs(8, 3)
     assert "incremental" not in analysis.analyse_series(data.series.pk)

@@ -104,7 +104,9 @@ def test_thread_options_as_form_fields(post: Any, client: Client, token: str) ->
 def test_reads_are_open(post: Any, client: Client, token: str, simple_events) -> None:
     post(token, trace_bytes(simple_events))
     assert client.get("/api/series").json() == [
-        {"name": "chromium-linux", "description": "", "releases": 1}
+        {"name": "chromium-linux", "description": "", "releases": 1,
+         "default_rule": "recommended", "min_relative_change": 0.1,
+         "min_absolute_change_us": 20.0}
     ]
     releases = client.get("/api/series/chromium-linux/releases").json()
     assert releases == [
@@ -205,3 +207,24 @@ def test_a_file_refused_in_process_is_a_400_with_its_reason(client: Client) -> N
     assert body["status"] == "failed"
     assert body["detail"].startswith("broken.json: ")
     assert body["run"] == Run.objects.get().pk
+
+
+def test_owners_set_the_default_rule_and_the_minimum_change(
+    post: Any, client: Client, token: str, simple_events
+) -> None:
+    post(token, trace_bytes(simple_events))
+    other = ApiToken.issue(get_user_model().objects.create_user("other", password="x"), "x")[1]
+    url = "/api/series/chromium-linux"
+    body = {"default_rule": "paper", "min_absolute_change_us": 5}
+    assert client.patch(url, body, content_type="application/json").status_code == 401
+    assert client.patch(url, body, content_type="application/json",
+                        headers={"Authorization": f"Bearer {other}"}).status_code == 403
+    got = client.patch(url, body, content_type="application/json",
+                       headers={"Authorization": f"Bearer {token}"})
+    assert got.status_code == 200
+    assert got.json()["default_rule"] == "paper"
+    assert got.json()["min_absolute_change_us"] == 5.0
+    assert got.json()["min_relative_change"] == 0.1  # left out: kept
+    bad = client.patch(url, {"default_rule": "mine"}, content_type="application/json",
+                       headers={"Authorization": f"Bearer {token}"})
+    assert bad.status_code == 422

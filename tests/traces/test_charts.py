@@ -82,6 +82,17 @@ def small() -> dict[str, Any]:
     }  # fmt: skip
 
 
+def test_appeared_and_vanished_have_their_own_markers(small: dict[str, Any]) -> None:
+    small["verdict"] = np.array([[4, 0, 3], [1, 0, 5], [-1, 2, 0]], dtype=np.int8)
+    fig = charts.deviation_matrix(**small)
+    by_name = {t["name"]: t for t in fig["data"]}
+    assert by_name["appeared"]["marker"]["symbol"] == "star"
+    assert by_name["vanished"]["marker"]["symbol"] == "x"
+    assert by_name["appeared"]["x"] == ["56.0.2910.0"]
+    assert by_name["appeared"]["y"] == ["Paint"]
+    assert len(by_name["regression"]["x"]) == 1  # the appeared cell is not a regression
+
+
 def test_matrix_traces_symbols_and_counts(small: dict[str, Any]) -> None:
     fig = charts.deviation_matrix(**small)
     names = [t["name"] for t in fig["data"]]
@@ -121,19 +132,20 @@ def test_matrix_hover_customdata(small: dict[str, Any]) -> None:
         "url": "/series/s/functions/1/", "release_a": "56.0.2909.0",
         "estimate_a": 0.25, "lo_a": 0.24, "hi_a": 0.26,
         "estimate_b": 0.5, "lo_b": 0.48, "hi_b": 0.52,
-        "diff": 0.25, "diff_lo": 0.24, "diff_hi": 0.26, "gap": 0.22,
+        "diff": 0.25, "diff_lo": 0.24, "diff_hi": 0.26, "gap": 0.22, "relative": 1.0,
         "note": " · starts a digression (comes back later)",
     }  # fmt: skip
     assert reg["customdata"][1][-1] == ""
     for i, column in enumerate(charts.MATRIX_CUSTOMDATA):
         assert f"customdata[{i}]" in reg["hovertemplate"] or column in ("url", "note")
-    assert "customdata[12]" in reg["hovertemplate"]
+    assert "customdata[13]" in reg["hovertemplate"]
+    assert "(%{customdata[12]:+.1%})" in reg["hovertemplate"]  # the effect size in %
     assert reg["hovertemplate"].endswith("<extra></extra>")
     assert "regression" in reg["hovertemplate"]
     assert "%{y}" in reg["hovertemplate"]
     assert "%{x}" in reg["hovertemplate"]
     square = trace(fig, "non-significant overlap")
-    assert len(square["customdata"][0]) == 12
+    assert len(square["customdata"][0]) == 13
     assert square["marker"]["size"] == 4
     assert square["marker"]["color"] == "#D0D0D0"
 

@@ -123,8 +123,8 @@ def test_function_page_table_and_runs(client: Client, series: str) -> None:
     assert [r["verdict"] for r in rows] == [None, "nonsignificant_overlap", "regression",
                                             "nonsignificant_overlap"]
     # The table words the verdicts as the matrix's legend does; exports keep the codes.
-    assert "<td>regression (slower)</td>" in html
-    assert "<td>no significant difference</td>" in html
+    assert "<td>regression (slower)" in html
+    assert "<td>no significant difference" in html
     assert ">nonsignificant_overlap<" not in html
     assert rows[2]["median"] == pytest.approx(300)
 
@@ -142,8 +142,50 @@ def test_series_list_shows_the_latest_pair(client: Client, series: str) -> None:
     assert "1.2 → 1.3" in html
     assert client.get("/?format=json").json() == [{
         "series": "s", "releases": 4, "runs": 12, "latest_from": "1.2", "latest_to": "1.3",
-        "regressions": 0, "improvements": 0,
+        "regressions": 0, "improvements": 0, "newest_not_compared": None,
+        "releases_lacking_runs": "",
     }]
+
+
+def test_releases_with_too_few_runs_are_named_not_dropped(
+    client: Client, series: str, tmp_path: Path
+) -> None:
+    """A release with one run is no column of the matrix, but every page says so: the
+    series list (the newest one is not silently skipped), the matrix page, the release."""
+    path = tmp_path / "1.4-0.json"
+    path.write_text(json.dumps(renderer_events([("Paint", 0, 300)])))
+    call_command("ingest_traces", "--series", "s", "--release", "1.4", str(path),
+                 stdout=io.StringIO())
+    home = client.get("/").content.decode()
+    assert "1.2 → 1.3" in home
+    assert "newest release 1.4 has 1 done run: not compared yet" in home
+    assert "1 with fewer than 2 done runs, not compared: 1.4" in home
+    row = client.get("/?format=json").json()[0]
+    assert row["newest_not_compared"] == "1.4"
+    assert row["releases_lacking_runs"] == "1.4"
+    html = client.get("/series/s/").content.decode()
+    assert 'id="lacking-runs"' in html
+    assert "(n = 1)" in html
+    release = client.get("/series/s/releases/1.4/").content.decode()
+    assert "This release has 1 done run: a comparison needs at least 2" in release
+
+
+def test_provisional_verdicts_are_marked(client: Client, series: str) -> None:
+    """The recommended rule's last 2 w - 2 = 4 pairs may change: every row says so; the
+    paper rule's verdicts depend on their pair only."""
+    out = io.StringIO()
+    call_command("export", "--series", "s", "--what", "deviations", "--rule", "recommended",
+                 stdout=out)
+    rows = json.loads(out.getvalue())
+    assert rows
+    assert all(r["provisional"] is True for r in rows)  # 3 pairs: all within the last 4
+    out = io.StringIO()
+    call_command("export", "--series", "s", "--what", "deviations", "--rule", "paper",
+                 stdout=out)
+    assert not any(r["provisional"] for r in json.loads(out.getvalue()))
+    html = client.get("/series/s/?rule=recommended").content.decode()
+    assert 'id="provisional"' in html
+    assert 'id="provisional"' not in client.get("/series/s/?rule=paper").content.decode()
 
 
 def test_function_page_with_the_mean_estimator(client: Client, series: str) -> None:

@@ -18,7 +18,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from deviations.traces.models import Release, Run
+from deviations.traces.models import Release, Run, Series
 from tests.conftest import SHARED_DATA
 
 TRACES = SHARED_DATA / "traces"
@@ -66,3 +66,50 @@ def test_fixtures_ingest_or_fail_with_a_reason() -> None:
         if not has_main:
             assert run.error.startswith(f"{path.name}: "), run.error
             assert f"FAILED {path.name}: " in out.getvalue()
+
+
+def test_tracerbench_verdicts_a_performance_engineer_can_trust(client) -> None:  # noqa: ANN001
+    """Issue 12 on real data: the TracerBench runs as one series. Every release is listed
+    (those with one run named as not compared), no flag is below the series' minimum
+    practical change, and no function absent from every run of a release is a regression
+    or an improvement there (the 73 → 74 headed/headless switch)."""
+    by_version: dict[str, list[Path]] = defaultdict(list)
+    with (TRACES / "tracerbench_runs_INDEX.csv").open() as f:
+        for row in csv.DictReader(f):
+            by_version[row["chrome"]].append(TRACES / "tracerbench_runs" / row["file"])
+    for version, files in by_version.items():
+        call_command("ingest_traces", "--series", "tb", "--release", version,
+                     *map(str, files), stdout=io.StringIO())
+    series = Series.objects.get(name="tb")
+    single = {v for v, files in by_version.items() if len(files) < 2}
+    html = client.get("/series/tb/").content.decode()
+    assert all(v in html for v in by_version)
+    assert f"{len(single)} releases with fewer than 2 done runs" in html
+    home = client.get("/?format=json").json()
+    assert set(home[0]["releases_lacking_runs"].split()) == single
+    assert home[0]["newest_not_compared"] == max(
+        by_version, key=lambda v: tuple(int(p) for p in v.split(".")))
+    out = io.StringIO()
+    call_command("export", "--series", "tb", "--what", "selftimes", stdout=out)
+    present = {(r["release"], r["function"]) for r in json.loads(out.getvalue())
+               if r["self_us"] > 0}
+    kinds: set[str] = set()
+    for rule in ("recommended", "paper"):
+        out = io.StringIO()
+        call_command("export", "--series", "tb", "--what", "deviations", "--rule", rule,
+                     stdout=out)
+        rows = json.loads(out.getvalue())
+        kinds |= {r["verdict"] for r in rows}
+        flags = [r for r in rows if r["verdict"] in ("regression", "improvement")]
+        assert flags, rule  # the headed/headless switch and real changes remain
+        for r in flags:
+            assert abs(r["diff"]) >= series.min_absolute_change_us, r
+            assert r["relative"] is None or abs(r["relative"]) >= series.min_relative_change, r
+            assert (r["from_release"], r["function"]) in present, r
+            assert (r["to_release"], r["function"]) in present, r
+        for r in rows:
+            if r["verdict"] == "appeared":
+                assert (r["from_release"], r["function"]) not in present, r
+            if r["verdict"] == "vanished":
+                assert (r["to_release"], r["function"]) not in present, r
+    assert {"appeared", "vanished"} <= kinds

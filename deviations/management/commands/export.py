@@ -15,7 +15,7 @@ FIELDS = {
     "stats": ["release", "function", "n", "median", "median_lo", "median_hi", "mean", "mean_lo",
               "mean_hi"],
     "deviations": ["function", "from_release", "to_release", "verdict", "gap", "diff", "diff_lo",
-                   "diff_hi", "digression"],
+                   "diff_hi", "relative", "digression", "provisional"],
 }
 
 
@@ -26,8 +26,11 @@ class Command(base.Command):
         "ingest, function, self_us, total_us, calls). stats: per release and function, n and "
         "the median and mean with their confidence intervals. deviations: per function and "
         "consecutive release pair, the verdict (regression, improvement, significant_overlap, "
-        "nonsignificant_overlap), gap, diff = later - earlier with its interval, and "
-        "digression (true on the pair that starts a temporary deviation). stats and deviations "
+        "nonsignificant_overlap, appeared, vanished: absent from every run of the earlier or "
+        "later release), gap, diff = later - earlier with its interval, relative = diff / "
+        "the earlier estimate (0.25 = +25%), "
+        "digression (true on the pair that starts a temporary deviation) and provisional "
+        "(true when later releases may still change the verdict). stats and deviations "
         "read the stored analysis (see `analyse`)."
     )
 
@@ -39,9 +42,10 @@ class Command(base.Command):
             help="stats and deviations: self time or total time (default self)",
         )
         parser.add_argument(
-            "--rule", choices=["paper", "recommended"], default="paper",
-            help="deviations: seed 003's two conditions (paper, default) or the recommended "
-            "rule (docs/statistics.md)",
+            "--rule", choices=["paper", "recommended"], default=None,
+            help="deviations: seed 003's two conditions (paper) or the recommended rule "
+            "(docs/statistics.md); default: the series' setting (recommended unless changed "
+            "in the admin or the API)",
         )
         parser.add_argument(
             "--estimator", choices=["median", "mean"], default="median",
@@ -63,7 +67,8 @@ class Command(base.Command):
                     rows = selectors.stats_rows(series, opts["metric"])
                 else:
                     rows = selectors.deviation_rows(
-                        series, opts["metric"], opts["estimator"], opts["rule"]
+                        series, opts["metric"], opts["estimator"],
+                        opts["rule"] or series.default_rule,
                     )
             except selectors.NotAnalysedError as exc:
                 raise CommandError(str(exc)) from exc
