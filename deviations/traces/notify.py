@@ -2,8 +2,10 @@
 
 After every analysis (``after_analysis``: in-process in the embedded default, a task
 otherwise) the series' deviations become alerts, one per (function, release boundary,
-metric, rule) with the median estimator (the matrix's default view): regressions and
-improvements of the paper rule and of the recommended rule, for self and total time.
+metric) with the median estimator (the matrix's default view) and the series' rule
+(``Series.default_rule``: what its pages and exports show by default): regressions and
+improvements beyond the series' minimum practical change, for self and total time.
+``appeared`` / ``vanished`` functions are not alerts: they were not measured on one side.
 Verdicts that disappeared (a provisional flag that flipped back, new runs that closed a
 gap) withdraw their untriaged alerts. Alerts of one series whose boundaries overlap form
 one group; groups are emailed by ``deviations.alerts.notify`` (one email per group, once,
@@ -24,26 +26,15 @@ from deviations.traces.analysis import CONFIDENCE, FDR, MIN_RELATIVE_EFFECT, WIN
 from deviations.traces.models import Release, Series
 
 METRICS = ("self", "total")
-RULES = ("paper", "recommended")
 ESTIMATOR = "median"
 #: Verdicts that are alerts, and their direction for run times (lower is better).
-#: ``appeared`` / ``vanished`` (a function new in, or gone from, a release) when the
-#: analysis reports them.
-DIRECTIONS = {"regression": Alert.REGRESSION, "improvement": Alert.IMPROVEMENT,
-              "appeared": Alert.REGRESSION, "vanished": Alert.IMPROVEMENT}
+#: ``appeared`` / ``vanished`` are never alerts (stats.releases: not a measured change).
+DIRECTIONS = {"regression": Alert.REGRESSION, "improvement": Alert.IMPROVEMENT}
 #: Verdict codes that are alerts, and their direction.
 ALERT_CODES = {code: DIRECTIONS[name] for code, name in enumerate(VERDICTS) if name in DIRECTIONS}
-_KEYS = ("verdict", "estimate", "n", "diff", "diff_lo", "diff_hi", "p_value")
-
-
-def provisional_pairs(rule: str, n_pairs: int) -> np.ndarray:
-    """Which release pairs' verdicts are provisional (README, docs/statistics.md §5): the
-    recommended rule's last ``WINDOW - 1`` boundaries, whose right window is short; the
-    paper rule compares two releases only and its verdicts are final."""
-    out = np.zeros(n_pairs, dtype=bool)
-    if rule == "recommended":
-        out[max(n_pairs - (WINDOW - 1), 0):] = True
-    return out
+# ``provisional``: the stored view's per-cell mark (stats.releases.provisional_pairs), the
+# same that pages and exports show.
+_KEYS = ("verdict", "estimate", "n", "diff", "diff_lo", "diff_hi", "p_value", "provisional")
 
 
 def _method(rule: str) -> tuple[str, float]:
@@ -109,48 +100,48 @@ def series_alerts(series: Series) -> list[AlertData]:
     names = selectors.function_names(series)
     out: list[AlertData] = []
     releases = None
+    rule = series.default_rule
     for metric in METRICS:
-        for rule in RULES:
-            found = selectors.stored_analysis(series, metric, ESTIMATOR, rule, _KEYS)
-            if found is None or found["verdict"].shape[1] == 0:
-                continue
-            if releases is None:
-                ids = [int(r) for r in found["release_ids"]]
-                by_id = {r.pk: r for r in Release.objects.filter(pk__in=ids)}
-                releases = [by_id[r] for r in ids]
-            verdict = found["verdict"]
-            provisional = provisional_pairs(rule, verdict.shape[1])
-            method, level = _method(rule)
-            # Only the cells that are alerts (a few among every function × pair).
-            hits = np.isin(verdict, list(ALERT_CODES))
-            for f, p in zip(*np.nonzero(hits), strict=True):
-                direction = ALERT_CODES[int(verdict[f, p])]
-                a, b = releases[p], releases[p + 1]
-                fid = int(found["function_ids"][f])
-                before = float(found["estimate"][f, p])
-                after = float(found["estimate"][f, p + 1])
-                diff, lo, hi = (_num(found[k][f, p]) for k in ("diff", "diff_lo", "diff_hi"))
-                pct = pct_lo = pct_hi = None
-                if before > 0 and diff is not None:
-                    pct = 100 * diff / before
-                    pct_lo = 100 * lo / before if lo is not None else None
-                    pct_hi = 100 * hi / before if hi is not None else None
-                n_a, n_b = int(found["n"][f, p]), int(found["n"][f, p + 1])
-                p_value = _num(found["p_value"][f, p])
-                out.append(AlertData(
-                    key=f"trace:{series.pk}:{fid}:{metric}:{rule}:{a.pk}:{b.pk}",
-                    detector=Alert.TRACE, family=series.name, subject=names[fid],
-                    from_label=a.version, to_label=b.version, from_key=a.sort_key,
-                    to_key=b.sort_key, direction=direction, method=method, level=level,
-                    explanation=explain(names[fid], metric, rule, before, diff, lo, hi, pct,
-                                        a.version, b.version, n_a, n_b, p_value,
-                                        bool(provisional[p])),
-                    data_at=b.created, series_id=series.pk, function_id=fid, metric=metric,
-                    rule=rule, unit="µs", before=_num(before), after=_num(after),
-                    effect=diff, effect_lo=lo, effect_hi=hi, effect_pct=pct,
-                    effect_pct_lo=pct_lo, effect_pct_hi=pct_hi, p_value=p_value,
-                    n_before=n_a, n_after=n_b, provisional=bool(provisional[p]),
-                ))
+        found = selectors.stored_analysis(series, metric, ESTIMATOR, rule, _KEYS)
+        if found is None or found["verdict"].shape[1] == 0:
+            continue
+        if releases is None:
+            ids = [int(r) for r in found["release_ids"]]
+            by_id = {r.pk: r for r in Release.objects.filter(pk__in=ids)}
+            releases = [by_id[r] for r in ids]
+        verdict = found["verdict"]
+        provisional = found["provisional"]
+        method, level = _method(rule)
+        # Only the cells that are alerts (a few among every function × pair).
+        hits = np.isin(verdict, list(ALERT_CODES))
+        for f, p in zip(*np.nonzero(hits), strict=True):
+            direction = ALERT_CODES[int(verdict[f, p])]
+            a, b = releases[p], releases[p + 1]
+            fid = int(found["function_ids"][f])
+            before = float(found["estimate"][f, p])
+            after = float(found["estimate"][f, p + 1])
+            diff, lo, hi = (_num(found[k][f, p]) for k in ("diff", "diff_lo", "diff_hi"))
+            pct = pct_lo = pct_hi = None
+            if before > 0 and diff is not None:
+                pct = 100 * diff / before
+                pct_lo = 100 * lo / before if lo is not None else None
+                pct_hi = 100 * hi / before if hi is not None else None
+            n_a, n_b = int(found["n"][f, p]), int(found["n"][f, p + 1])
+            p_value = _num(found["p_value"][f, p])
+            out.append(AlertData(
+                key=f"trace:{series.pk}:{fid}:{metric}:{rule}:{a.pk}:{b.pk}",
+                detector=Alert.TRACE, family=series.name, subject=names[fid],
+                from_label=a.version, to_label=b.version, from_key=a.sort_key,
+                to_key=b.sort_key, direction=direction, method=method, level=level,
+                explanation=explain(names[fid], metric, rule, before, diff, lo, hi, pct,
+                                    a.version, b.version, n_a, n_b, p_value,
+                                    bool(provisional[f, p])),
+                data_at=b.created, series_id=series.pk, function_id=fid, metric=metric,
+                rule=rule, unit="µs", before=_num(before), after=_num(after),
+                effect=diff, effect_lo=lo, effect_hi=hi, effect_pct=pct,
+                effect_pct_lo=pct_lo, effect_pct_hi=pct_hi, p_value=p_value,
+                n_before=n_a, n_after=n_b, provisional=bool(provisional[f, p]),
+            ))
     return out
 
 

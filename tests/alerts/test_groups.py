@@ -99,12 +99,6 @@ def test_a_verdict_that_disappears_withdraws_its_untriaged_alert(series) -> None
     assert AlertGroup.objects.count() == 1
 
 
-def test_provisional_pairs_are_the_recommended_rules_newest_boundaries() -> None:
-    assert trace_notify.provisional_pairs("paper", 5).tolist() == [False] * 5
-    assert trace_notify.provisional_pairs("recommended", 5).tolist() == [
-        False, False, False, True, True]
-    assert trace_notify.provisional_pairs("recommended", 1).tolist() == [True]
-
 
 def test_explanation_in_words() -> None:
     text = trace_notify.explain("Paint", "self", "paper", 3244.0, 2660.0, 2240.0, 3080.0,
@@ -262,15 +256,18 @@ def test_series_alerts_from_a_stored_analysis(monkeypatch, series) -> None:
             "estimate": np.array([[100.0, 200.0, 210.0]]), "n": np.array([[5, 5, 6]]),
             "diff": np.array([[100.0, 10.0]]), "diff_lo": np.array([[80.0, -5.0]]),
             "diff_hi": np.array([[120.0, 25.0]]), "p_value": np.array([[0.001, 0.3]]),
+            "provisional": np.array([[rule == "recommended", True]]),
         }
 
     monkeypatch.setattr(trace_notify.selectors, "stored_analysis", stored)
+    series.default_rule = "paper"
     items = trace_notify.series_alerts(series)
-    assert len(items) == 4  # 2 metrics x 2 rules
-    paper = next(d for d in items if d.metric == "self" and d.rule == "paper")
-    assert (paper.from_label, paper.to_label, paper.effect, paper.effect_pct,
+    assert len(items) == 2  # 2 metrics, the series' rule
+    paper = next(d for d in items if d.metric == "self")
+    assert (paper.rule, paper.from_label, paper.to_label, paper.effect, paper.effect_pct,
             paper.effect_pct_lo, paper.n_before, paper.provisional) == (
-        "1", "2", 100.0, 100.0, 80.0, 5, False)
-    recommended = next(d for d in items if d.metric == "self" and d.rule == "recommended")
-    assert recommended.provisional  # one of the last two boundaries
+        "paper", "1", "2", 100.0, 100.0, 80.0, 5, False)
+    series.default_rule = "recommended"
+    recommended = next(d for d in trace_notify.series_alerts(series) if d.metric == "self")
+    assert recommended.provisional  # the stored view's mark
     assert "p = 0.001" in recommended.explanation
