@@ -11,6 +11,7 @@ from ninja import NinjaAPI
 
 from deviations.alerts.api import router as alerts_router
 from deviations.core.errors import UserError
+from deviations.experiments.canaries.api import router as canaries_router
 from deviations.histograms.api import router as histograms_router
 from deviations.traces.api import router as traces_router
 
@@ -33,3 +34,4 @@ def user_error(request: HttpRequest, exc: UserError) -> HttpResponse:
 api.add_router("", traces_router)
 api.add_router("/histograms", histograms_router)
 api.add_router("/histograms", alerts_router)
+api.add_router("/canaries", canaries_router)

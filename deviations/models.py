@@ -5,7 +5,9 @@
 - Telemetry histograms, ``deviations.histograms.models``: HistogramRuleDefaults, Probe,
   HistogramSnapshot, HistogramChange;
 - alerts, ``deviations.alerts.models``: Subscription, SentAlert;
-- API tokens, ``deviations.core.models``: ApiToken.
+- API tokens, ``deviations.core.models``: ApiToken;
+- canaries, ``deviations.experiments.canaries.models``: Canary, CanaryBatch, CanaryState,
+  CanaryCheckpoint, CanaryPoint.
 
 Everything stays in the one app label ``deviations`` (its migrations are shared). Import a
 model from its feature's module; this module only makes sure Django sees them all.
@@ -13,6 +15,13 @@ model from its feature's module; this module only makes sure Django sees them al
 
 from deviations.alerts.models import SentAlert, Subscription
 from deviations.core.models import ApiToken
+from deviations.experiments.canaries.models import (
+    Canary,
+    CanaryBatch,
+    CanaryCheckpoint,
+    CanaryPoint,
+    CanaryState,
+)
 from deviations.histograms.models import (
     HistogramChange,
     HistogramRuleDefaults,
@@ -32,6 +41,11 @@ from deviations.traces.models import (
 __all__ = [
     "AnalysisBlock",
     "ApiToken",
+    "Canary",
+    "CanaryBatch",
+    "CanaryCheckpoint",
+    "CanaryPoint",
+    "CanaryState",
     "Function",
     "HistogramChange",
     "HistogramRuleDefaults",

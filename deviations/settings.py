@@ -242,6 +242,7 @@ CELERY_BEAT_SCHEDULE = {
     "notify-series-regressions": {"task": "deviations.notify_series_regressions",
                                   "schedule": 15 * 60},
     "send-alert-digests": {"task": "deviations.send_alert_digests", "schedule": 24 * 60 * 60},
+    "update-stale-canaries": {"task": "deviations.update_stale_canaries", "schedule": 60},
 }
 DEVIATIONS_SITE_URL = env.str("DEVIATIONS_SITE_URL", default="http://127.0.0.1:8000")
 

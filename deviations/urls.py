@@ -11,6 +11,7 @@ urlpatterns = [
     path("", include("deviations.traces.urls")),
     path("upload/", include("ingest.urls")),
     path("histograms/", include("deviations.histograms.urls")),
+    path("canaries/", include("deviations.experiments.canaries.urls")),
     path("api/", api.urls),
     path("tokens/", core_views.tokens, name="tokens"),
     path("tokens/<int:token_id>/revoke/", core_views.revoke, name="revoke_token"),

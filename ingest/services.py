@@ -4,10 +4,11 @@
 Traces: ``submit_uploads`` (page and API: register, then a task parses), ``get_release``
 and ``ingest_local_file`` (CLI: parse here, now). Histograms: ``store_histogram_file``,
 then ``queue_detection``. Signals sent once data is stored: ``run_stored``,
-``histograms_stored``. Errors are ``UserError`` subclasses (``IngestError``,
-``TraceError``, ``HistogramError``) with "<file>: <reason>" messages.
+``histograms_stored``. Canary observations: ``parse_observations`` (CSV). Errors are
+``UserError`` subclasses (``IngestError``, ``TraceError``, ``HistogramError``) with "<file>: <reason>" messages.
 """
 
+from ingest.canaries import Observations, ObservationsError, parse_observations
 from ingest.histogram_store import StoredFile, queue_detection, store_histogram_file
 from ingest.histograms import HistogramError, bucket_lower_bounds
 from ingest.manifest import ManifestEntry, ManifestError, read_folders, read_manifest
@@ -22,6 +23,8 @@ __all__ = [
     "IngestError",
     "ManifestEntry",
     "ManifestError",
+    "Observations",
+    "ObservationsError",
     "Registered",
     "StoredFile",
     "Submission",
@@ -32,6 +35,7 @@ __all__ = [
     "get_release",
     "histograms_stored",
     "ingest_local_file",
+    "parse_observations",
     "queue_detection",
     "read_folders",
     "read_manifest",

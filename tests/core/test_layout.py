@@ -168,7 +168,7 @@ def test_statistics_import_nothing_else_of_the_project() -> None:
     assert bad == set()
 
 
-@pytest.mark.parametrize("feature", ["traces", "histograms", "alerts"])
+@pytest.mark.parametrize("feature", ["traces", "histograms", "alerts", "experiments"])
 def test_no_feature_imports_the_api_assembly_or_urlconf(feature: str) -> None:
     bad = {
         (m, t) for m, ts in GRAPH.items() if m.startswith(f"deviations.{feature}") for t in ts

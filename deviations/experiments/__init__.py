@@ -1,0 +1,1 @@
+"""Experiments: live canaries (``canaries``) and paired interleaved A/B runs (``ab``)."""
