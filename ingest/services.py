@@ -5,7 +5,8 @@ Traces: ``submit_uploads`` (page and API: register, then a task parses), ``get_r
 and ``ingest_local_file`` (CLI: parse here, now). Histograms: ``store_histogram_file``,
 then ``queue_detection``. Signals sent once data is stored: ``run_stored``,
 ``histograms_stored``. Canary observations: ``parse_observations`` (CSV). Errors are
-``UserError`` subclasses (``IngestError``, ``TraceError``, ``HistogramError``) with "<file>: <reason>" messages.
+``UserError`` subclasses (``IngestError``, ``TraceError``, ``HistogramError``,
+``ObservationsError``) with "<file>: <reason>" messages.
 """
 
 from ingest.canaries import Observations, ObservationsError, parse_observations

@@ -11,7 +11,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from deviations.experiments.canaries.models import Canary, CanaryPoint, CanaryState
-from deviations.stats.sequential import samples_for_width
+from deviations.stats.sequential import sample_size, samples_for_width
 
 HEADLINES = dict(CanaryState.HEADLINES)
 #: Points of the p-value chart at most (thinned evenly beyond).
@@ -54,6 +54,14 @@ def effect_words(label: str, lo: float | None, hi: float | None, unit: str) -> s
     return f"{label} changed by between {low} and {high}{u}: no direction known yet"
 
 
+def samples_bound(canary: Canary) -> int | None:
+    """Observations per arm by which the test has decided, whatever the data (needs tau):
+    ``sample_size(tau / 2)`` (docs/statistics.md, "Sample-size bound")."""
+    if canary.tau is None:
+        return None
+    return sample_size(canary.tau / 2 * (1 - 1e-9), alpha=canary.alpha)
+
+
 def _at(summary: dict[str, Any], p: float) -> int:
     grid = summary["p"]
     return min(range(len(grid)), key=lambda i: abs(grid[i] - p))
@@ -83,7 +91,7 @@ def canary_view(canary: Canary, change: float | None = None) -> dict[str, Any]:
             if q == 0.5:
                 median_band = (lo, hi)
     n_min = min(st.n_a, st.n_b)
-    bound = summary.get("bound_n")
+    bound = samples_bound(canary)
     change = canary.min_effect if change is None else change
     width = None
     if median_band[0] is not None and median_band[1] is not None:

@@ -34,7 +34,7 @@ from deviations.experiments.canaries.models import (
     CanaryPoint,
     CanaryState,
 )
-from deviations.stats.sequential import SequentialTest, sample_size
+from deviations.stats.sequential import SequentialTest
 
 #: The quantile grid the page draws (and the headline reads the median and the chosen
 #: quantile from): steps of 0.005, enough for a smooth quantile function.
@@ -73,22 +73,14 @@ def headline_for(canary: Canary, decision: str, b_values_larger: bool) -> str:
     return REGRESSION if metric_higher == bad_higher else IMPROVEMENT
 
 
-def samples_bound(canary: Canary) -> int | None:
-    """Observations per arm by which the test has decided, whatever the data (needs tau):
-    ``sample_size(tau / 2)`` (docs/statistics.md, "Sample-size bound")."""
-    if canary.tau is None:
-        return None
-    return sample_size(canary.tau / 2 * (1 - 1e-9), alpha=canary.alpha)
-
-
 def _finite(values: np.ndarray) -> list[float | None]:
     return [float(v) if math.isfinite(v) else None for v in values]
 
 
 def summarise(canary: Canary, test: SequentialTest) -> dict[str, Any]:
     """What the page draws: both arms' quantile bands and the band on Q_B - Q_A on the grid
-    (``None`` where a band still reaches past the data), and the sample-size bound."""
-    out: dict[str, Any] = {"bound_n": samples_bound(canary)}
+    (``None`` where a band still reaches past the data)."""
+    out: dict[str, Any] = {}
     if test.n_a == 0 or test.n_b == 0:
         return out
     bands = test.quantile_bands(grid_for(canary))
