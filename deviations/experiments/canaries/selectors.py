@@ -90,6 +90,15 @@ def canary_view(canary: Canary, change: float | None = None) -> dict[str, Any]:
             words.append(effect_words(label, lo, hi, canary.unit))
             if q == 0.5:
                 median_band = (lo, hi)
+    if st.decision == "reject" and "sup_diff" in summary:
+        larger = -summary["inf_diff"] >= summary["sup_diff"]
+        what = "waits between events" if canary.count else "values"
+        gap = max(-summary["inf_diff"], summary["sup_diff"])
+        words.insert(0, (
+            f"B's {what} are {'larger' if larger else 'smaller'} than A's in part of the "
+            f"distribution: the distribution functions differ by up to {_num(gap)} "
+            f"(sequential p-value {_num(st.p_value)} ≤ α = {canary.alpha:g})"
+        ))
     n_min = min(st.n_a, st.n_b)
     bound = samples_bound(canary)
     change = canary.min_effect if change is None else change

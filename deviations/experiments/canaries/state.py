@@ -83,6 +83,8 @@ def summarise(canary: Canary, test: SequentialTest) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if test.n_a == 0 or test.n_b == 0:
         return out
+    # sup and inf of F_B - F_A: which way the distributions differ (B larger: inf < 0).
+    out["sup_diff"], out["inf_diff"] = test.sup_difference, test.inf_difference
     bands = test.quantile_bands(grid_for(canary))
     out["p"] = bands.a.p.tolist()
     for key, band in (("a", bands.a), ("b", bands.b), ("diff", bands.diff)):
