@@ -130,6 +130,23 @@ def _digest(arm: str, values: np.ndarray | None, timestamps: np.ndarray | None) 
     return h.hexdigest()
 
 
+def _seen(canary: Canary, batch_id: str, digest: str) -> Receipt | None:
+    """The receipt of a batch id already stored with the same data; ``ConflictError`` if
+    stored with other data; None if new."""
+    seen = (
+        CanaryBatch.objects.filter(canary=canary, batch_id=batch_id)
+        .values_list("seq", "n", "digest").first()
+    )
+    if seen is None:
+        return None
+    if seen[2] != digest:
+        raise ConflictError(
+            f"batch {batch_id!r} was already received with other data: use a new batch id "
+            "for new observations"
+        )
+    return Receipt(seq=seen[0], n=seen[1], duplicate=True)
+
+
 def receive_batch(
     canary_id: int, batch_id: str, arm: str, values: Any = None, timestamps: Any = None,
 ) -> Receipt:
@@ -148,23 +165,21 @@ def receive_batch(
     times = None if timestamps is None else _finite_array(timestamps, "timestamps")
     digest = _digest(arm, vals, times)
     with transaction.atomic():
-        canary = Canary.objects.select_for_update().filter(pk=canary_id).first()
+        # NO KEY UPDATE: rows inserted by the task that refer to the canary (points,
+        # checkpoints) take KEY SHARE locks, which this must not wait for. The state comes
+        # in the same query (not locked: the task holds it while it updates).
+        canary = (
+            Canary.objects.select_related("state")
+            .select_for_update(no_key=True, of=("self",))
+            .filter(pk=canary_id).first()
+        )
         if canary is None:
             raise UserError(f"no canary {canary_id}", status=404, code="not_found")
-        seen = (
-            CanaryBatch.objects.filter(canary=canary, batch_id=batch_id)
-            .values_list("seq", "n", "digest").first()
-        )
+        seen = _seen(canary, batch_id, digest)
         if seen is not None:
-            if seen[2] != digest:
-                raise ConflictError(
-                    f"batch {batch_id!r} was already received with other data: use a new "
-                    "batch id for new observations"
-                )
-            return Receipt(seq=seen[0], n=seen[1], duplicate=True)
-        decision = CanaryState.objects.filter(canary=canary).values_list(
-            "decision", flat=True).first()
-        if decision not in (None, "continue") and not canary.continued:
+            return seen
+        decision = canary.state.decision
+        if decision != "continue" and not canary.continued:
             raise DecidedError(
                 f"canary {canary.pk} has decided ({decision}) and takes no more observations; "
                 "continue it first (the page's Continue button or POST .../continue)"
