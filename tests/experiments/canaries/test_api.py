@@ -103,6 +103,11 @@ def test_pages_escape_user_strings(api: Client, client: Client, post: Any) -> No
     assert "<img" not in title
     assert live["view"]["n_a"] == 300
     assert len(live["figures"]["quantiles"]["data"]) == 6
+    applied = live["view"]["batches_applied"]
+    unchanged = client.get(f"/canaries/{cid}/live.json?seen={applied}").json()
+    assert unchanged["figures"] is None
+    assert unchanged["view"]["n_a"] == 300
+    assert client.get(f"/canaries/{cid}/live.json?seen=0").json()["figures"] is not None
 
 
 def test_create_from_the_browser_form(client: Client, ci_user: Any) -> None:
