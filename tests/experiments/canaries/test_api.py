@@ -3,6 +3,7 @@ status, continue, subscribe; the live page and its JSON; user strings escaped.""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from django.test import Client
 
 from deviations.experiments.canaries.models import Canary, CanaryBatch
+from tests.ingest.mutations import cases
 
 pytestmark = pytest.mark.django_db
 
@@ -127,3 +129,27 @@ def test_create_from_the_browser_form(client: Client, ci_user: Any) -> None:
     page = client.get(canary.get_absolute_url()).content.decode()
     assert "keep going" in page
     assert "the test decides by 12957 per arm" in page
+
+
+def test_mutated_json_bodies_never_answer_500(api: Client, post: Any) -> None:
+    """Create and batch bodies under the fuzz suite's mutations: 4xx or accepted, never
+    a 500, and a refused batch stores nothing."""
+    cid = _create(api, post)["id"]
+    api.raise_request_exception = False
+    bodies = {
+        "/api/canaries": json.dumps({"name": "f", "bad": "higher", "tau": 0.1,
+                                     "owners": ["a@example.com"]}).encode(),
+        f"/api/canaries/{cid}/observations": json.dumps(
+            {"batch": "seed", "arm": "A", "values": [1.5, 2.5, 3.0]}).encode(),
+    }
+    codes: dict[int, int] = {}
+    for url, seed_body in bodies.items():
+        for i, data in cases([seed_body], 200, seed=11):
+            before = CanaryBatch.objects.count()
+            response = api.post(url, data, content_type="application/json")
+            codes[response.status_code] = codes.get(response.status_code, 0) + 1
+            assert response.status_code < 500, (url, i, data[:200], response.content[:300])
+            if response.status_code >= 400:
+                assert CanaryBatch.objects.count() == before
+    assert set(codes) & {200, 201, 202}, codes
+    assert set(codes) - {200, 201, 202}, codes
