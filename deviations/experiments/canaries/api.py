@@ -24,6 +24,7 @@ class CanaryIn(Schema):
     alpha: float = 0.05
     tau: float | None = None
     count: bool = False
+    method: str = "dkw"
     quantile: float = 0.95
     min_effect: float | None = None
     owners: list[str] = []
@@ -50,6 +51,7 @@ class StatusOut(Schema):
     unit: str
     bad: str
     count: bool
+    method: str
     alpha: float
     tau: float | None
     decision: str
@@ -92,7 +94,9 @@ def _canary(canary_id: int) -> Canary:
              summary="Create a canary")
 def create(request: HttpRequest, body: CanaryIn) -> Status[dict[str, Any]]:
     """``bad``: higher, lower or any. ``tau`` (0-1, optional): accept 'no difference beyond
-    tau' on the distribution functions. ``count``: batches carry event timestamps only."""
+    tau' on the distribution functions. ``count``: batches carry event timestamps only.
+    ``method``: ``dkw`` (default: distribution functions) or ``signs`` (a sign test on
+    pairs, faster on shifts, reject only; docs/statistics.md)."""
     canary = services.create_canary(user=request.auth, **body.dict())
     return Status(201, _status(_canary(canary.pk)))
 

@@ -16,6 +16,11 @@ class CanaryForm(forms.Form):
     tau = forms.FloatField(required=False, label="Tolerance τ", help_text="0-1, on the "
                            "distribution functions: accept 'no difference beyond τ'. Empty: "
                            "never accept.")
+    method = forms.ChoiceField(choices=Canary.METHODS, initial=Canary.DKW, required=False,
+                               label="Sequential test")
+
+    def clean_method(self) -> str:
+        return self.cleaned_data.get("method") or Canary.DKW
     count = forms.BooleanField(required=False, label="Count metric (send event timestamps)")
     quantile = forms.FloatField(initial=0.95, help_text="Quantile worded besides the median.")
     min_effect = forms.FloatField(required=False, label="Smallest change worth knowing",

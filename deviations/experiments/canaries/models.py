@@ -30,6 +30,15 @@ class Canary(models.Model):
         help_text="Tolerance on the distribution functions (0-1): accept 'no difference "
         "beyond tau' once the band on F_B - F_A lies within (-tau, tau). Empty: never accept.",
     )
+    DKW, SIGNS = "dkw", "signs"
+    METHODS = [
+        (DKW, "distribution functions (time-uniform DKW bands; any difference; tau)"),
+        (SIGNS, "sign test on pairs (mixture martingale; faster on shifts; reject only)"),
+    ]
+    method = models.CharField(
+        max_length=5, choices=METHODS, default=DKW, help_text="The sequential test that "
+        "decides (docs/statistics.md, 'Canaries'); the bands are drawn either way.",
+    )
     count = models.BooleanField(
         default=False, help_text="A count metric: batches carry event timestamps only, tested "
         "through the waiting times between events (Lindon et al. 2022, §3.4).",

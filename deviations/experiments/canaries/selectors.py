@@ -90,7 +90,17 @@ def canary_view(canary: Canary, change: float | None = None) -> dict[str, Any]:
             words.append(effect_words(label, lo, hi, canary.unit))
             if q == 0.5:
                 median_band = (lo, hi)
-    if st.decision == "reject" and "sup_diff" in summary:
+    if st.decision == "reject" and "signs" in summary:
+        signs = summary["signs"]
+        signed = signs["pairs"] - signs["ties"]
+        larger = 2 * signs["positive"] > signed
+        share = (signs["positive"] if larger else signed - signs["positive"]) / max(signed, 1)
+        words.insert(0, (
+            f"B's {'waits between events' if canary.count else 'values'} are "
+            f"{'larger' if larger else 'smaller'} than A's in {share:.1%} of {signed} pairs "
+            f"(sign test, sequential p-value {_num(st.p_value)} ≤ α = {canary.alpha:g})"
+        ))
+    elif st.decision == "reject" and "sup_diff" in summary:
         larger = -summary["inf_diff"] >= summary["sup_diff"]
         what = "waits between events" if canary.count else "values"
         gap = max(-summary["inf_diff"], summary["sup_diff"])
@@ -116,6 +126,7 @@ def canary_view(canary: Canary, change: float | None = None) -> dict[str, Any]:
         "unit": canary.unit,
         "bad": canary.bad,
         "count": canary.count,
+        "method": canary.method,
         "alpha": canary.alpha,
         "tau": canary.tau,
         "quantile": canary.quantile,

@@ -73,6 +73,7 @@ def _email_list(emails: Any, field: str) -> list[str]:
 def create_canary(
     name: str, *, bad: str, alpha: float = 0.05, tau: float | None = None,
     count: bool = False, metric: str = "", unit: str = "", quantile: float = 0.95,
+    method: str = Canary.DKW,
     min_effect: float | None = None, owners: Any = None, user: Any = None,
 ) -> Canary:
     """Check every field, then store the canary and its empty state."""
@@ -85,6 +86,10 @@ def create_canary(
         raise UserError("alpha: a probability in (0, 0.5), e.g. 0.05")
     if tau is not None and not (isinstance(tau, int | float) and 0.0 < tau < 1.0):
         raise UserError("tau: a difference of distribution functions in (0, 1), e.g. 0.1")
+    if method not in (Canary.DKW, Canary.SIGNS):
+        raise UserError("method: 'dkw' (distribution functions) or 'signs' (sign test)")
+    if method == Canary.SIGNS and tau is not None:
+        raise UserError("tau: the sign test only rejects; a tolerance needs method 'dkw'")
     if not (isinstance(quantile, int | float) and 0.0 < quantile < 1.0):
         raise UserError("quantile: a probability in (0, 1), e.g. 0.95")
     if min_effect is not None and not (
@@ -98,7 +103,7 @@ def create_canary(
         canary = Canary.objects.create(
             name=name, bad=bad, alpha=float(alpha), tau=None if tau is None else float(tau),
             count=bool(count), metric=(metric or "").strip(), unit=(unit or "").strip(),
-            quantile=float(quantile),
+            quantile=float(quantile), method=method,
             min_effect=None if min_effect is None else float(min_effect),
             owners=_email_list(owners, "owners"),
             created_by=user if getattr(user, "is_authenticated", False) else None,

@@ -1,5 +1,6 @@
 """The canary's stored sequential state, updated incrementally (the only glue to the
-statistics, ``deviations.stats.sequential``).
+statistics, ``deviations.stats.sequential`` and, for ``method="signs"``,
+``deviations.stats.signs``, whose small state is stored whole in ``CanaryState.summary``).
 
 ``apply_pending`` locks the ``CanaryState`` row, takes the test as it stood after batch
 ``applied_seq`` and adds the batches received since, in one update (looking after a group
@@ -35,6 +36,7 @@ from deviations.experiments.canaries.models import (
     CanaryState,
 )
 from deviations.stats.sequential import SequentialTest
+from deviations.stats.signs import SequentialSignTest
 
 #: The quantile grid the page draws (and the headline reads the median and the chosen
 #: quantile from): steps of 0.005, enough for a smooth quantile function.
@@ -48,7 +50,7 @@ REGRESSION, IMPROVEMENT, NO_DIFFERENCE, KEEP_GOING = (
     "regression", "improvement", "no_difference", "keep_going",
 )
 
-_cache: OrderedDict[int, tuple[int, SequentialTest]] = OrderedDict()
+_cache: OrderedDict[int, tuple[int, SequentialTest, SequentialSignTest | None]] = OrderedDict()
 
 
 def grid_for(canary: Canary) -> np.ndarray:
@@ -122,6 +124,10 @@ def _restore(canary: Canary, state: CanaryState) -> SequentialTest:
     with the stored running minimum and decision (the checkpoint's data alone do not
     remember the looks in between)."""
     payload = _empty_state(canary, state)
+    own = (state.summary or {}).get("dkw")
+    if own is not None:  # with the sign test deciding, the state's fields are its own
+        payload.update(p_value=own["p_value"], decision=own["decision"],
+                       decided_at=own["decided_at"])
     start = 0
     checkpoint = CanaryCheckpoint.objects.filter(canary=canary).first()
     if checkpoint is not None and checkpoint.seq <= state.applied_seq:
@@ -171,29 +177,47 @@ def apply_pending(canary_id: int) -> Applied:
             return NOTHING
         cached = _cache.pop(canary_id, None)  # taken: put back only once committed
         if cached is not None and cached[0] == state.applied_seq:
-            test = cached[1]
+            _, test, signs = cached
         else:
             test = _restore(canary, state)
+            signs = None
+            if canary.method == Canary.SIGNS:
+                signs = (SequentialSignTest.from_state(state.summary["signs"])
+                         if "signs" in state.summary
+                         else SequentialSignTest(canary.alpha, seed=canary.pk))
         applied = last - state.applied_seq
-        before = test.decision
+        dkw_before = test.decision
         result = test.update(a, b)
+        own = {"p_value": result.p_value, "decision": result.decision,
+               "decided_at": None if result.decided_at is None else list(result.decided_at)}
+        if signs is None:  # the distribution-function test decides
+            before, decision = dkw_before, result.decision
+            p_value, p_now, decided_at = result.p_value, result.p_value_now, result.decided_at
+            b_larger = -test.inf_difference >= test.sup_difference
+        else:  # the sign test decides; the bands still come from the DKW test
+            before = signs.decision
+            sign_result = signs.update(a, b)
+            decision, decided_at = sign_result.decision, sign_result.decided_at
+            p_value = p_now = sign_result.p_value
+            b_larger = sign_result.b_larger
         state.applied_seq = last
         state.n_a, state.n_b = result.n_a, result.n_b
         state.statistic = result.statistic
-        state.p_value, state.p_value_now = result.p_value, result.p_value_now
-        state.decision = result.decision
-        newly = before == "continue" and result.decision != "continue"
+        state.p_value, state.p_value_now = p_value, p_now
+        state.decision = decision
+        newly = before == "continue" and decision != "continue"
         if newly:
-            b_larger = -test.inf_difference >= test.sup_difference
-            state.headline = headline_for(canary, result.decision, b_larger)
-            assert result.decided_at is not None
-            state.decided_n_a, state.decided_n_b = result.decided_at
+            state.headline = headline_for(canary, decision, b_larger)
+            assert decided_at is not None
+            state.decided_n_a, state.decided_n_b = decided_at
             state.decided_at = timezone.now()
-        state.summary = summarise(canary, test)
+        state.summary = {**summarise(canary, test), "dkw": own}
+        if signs is not None:
+            state.summary["signs"] = signs.to_state()
         state.save()
         CanaryPoint.objects.create(
             canary_id=canary_id, seq=last, n_a=result.n_a, n_b=result.n_b,
-            p_value=result.p_value, p_value_now=result.p_value_now,
+            p_value=p_value, p_value_now=p_now,
         )
         checkpoint = CanaryCheckpoint.objects.filter(canary_id=canary_id).values_list(
             "n_a", "n_b").first()
@@ -202,12 +226,12 @@ def apply_pending(canary_id: int) -> Applied:
             _checkpoint(canary, last, test)
 
         def remember() -> None:
-            _cache[canary_id] = (last, test)
+            _cache[canary_id] = (last, test, signs)
             while len(_cache) > CACHE_SIZE:
                 _cache.popitem(last=False)
 
         transaction.on_commit(remember)
-    return Applied(applied, newly and result.decision == "reject")
+    return Applied(applied, newly and decision == "reject")
 
 
 def forget_cache() -> None:

@@ -24,7 +24,7 @@ from deviations.management import base
 from ingest.services import parse_observations
 
 _STATUS_FIELDS = (
-    "id", "name", "decision", "headline", "p_value", "n_a", "n_b", "decided_n_a",
+    "id", "name", "method", "decision", "headline", "p_value", "n_a", "n_b", "decided_n_a",
     "decided_n_b", "statistic", "alpha", "tau", "words", "batches_received",
     "batches_applied", "accepting", "samples_bound", "samples_bound_more", "change",
     "median_band", "narrow_enough", "samples_needed", "samples_needed_more",
@@ -55,6 +55,10 @@ class Command(base.Command):
         create.add_argument("--count", action="store_true",
                             help="a count metric: feed event timestamps, tested through the "
                             "waits between events")
+        create.add_argument("--method", choices=["dkw", "signs"], default="dkw",
+                            help="the test that decides: dkw (distribution functions, "
+                            "default) or signs (sign test on pairs: faster on shifts, reject "
+                            "only)")
         create.add_argument("--metric", default="", help="metric name, e.g. PlayDelay")
         create.add_argument("--unit", default="", help="unit, e.g. ms")
         create.add_argument("--quantile", type=float, default=0.95,
@@ -100,6 +104,7 @@ class Command(base.Command):
         canary = services.create_canary(
             opts["name"], bad=opts["bad"], alpha=opts["alpha"], tau=opts["tau"],
             count=opts["count"], metric=opts["metric"], unit=opts["unit"],
+            method=opts["method"],
             quantile=opts["quantile"], min_effect=opts["min_effect"], owners=opts["owner"],
         )
         if opts["format"] == "json":

@@ -204,3 +204,36 @@ def test_tolerance_accepts_no_difference(committed: Any) -> None:
     committed(services.receive_batch, canary.pk, "b", "B", rng.normal(0, 1, n).tolist())
     st = _state(canary)
     assert (st.decision, st.headline) == ("accept", "no_difference")
+
+
+def test_sign_test_method_decides_sooner_on_a_shift(committed: Any) -> None:
+    """The same Gamma(10, 10) against Gamma(10, 11) batches to a canary of each method."""
+    rng = np.random.default_rng(15)
+    a, b = rng.gamma(10, 10, 5000), rng.gamma(10, 11, 5000)
+    decided = {}
+    for method in ("dkw", "signs"):
+        canary = _canary(name=method, method=method)
+        for i in range(50):
+            part = slice(i * 100, (i + 1) * 100)
+            committed(services.receive_batch, canary.pk, f"a{i}", "A", a[part].tolist())
+            committed(services.receive_batch, canary.pk, f"b{i}", "B", b[part].tolist())
+            if _state(canary).decision != "continue":
+                break
+        st = _state(canary)
+        assert (st.decision, st.headline) == ("reject", "regression")
+        decided[method] = st.decided_n_a
+        points = list(CanaryPoint.objects.filter(canary=canary).values_list(
+            "p_value", flat=True))
+        assert points == sorted(points, reverse=True)  # running minimum
+    assert decided["signs"] < decided["dkw"]
+    view = selectors.canary_view(Canary.objects.get(name="signs"))
+    assert view["words"][0].startswith("B's values are larger than A's in ")
+    assert "sign test" in view["words"][0]
+    # a cold worker restores both tests (the sign test from the stored state)
+    canary = Canary.objects.get(name="signs")
+    services.continue_canary(canary)
+    state.forget_cache()
+    committed(services.receive_batch, canary.pk, "more", "A", a[:100].tolist())
+    assert _state(canary).n_a == decided["signs"] + 100
+    with pytest.raises(UserError, match="tau"):
+        _canary(method="signs", tau=0.1)
