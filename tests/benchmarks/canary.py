@@ -40,6 +40,28 @@ import numpy as np
 from tests.benchmarks.pages import PG, PROJECT_ROOT, free_port, recreate_database
 
 
+def _tree_cpu(root: int) -> float:
+    """CPU seconds (user + system) of a live process and its live descendants (/proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += times.get(pid, 0.0)
+        todo += [child for child, parent in parents.items() if parent == pid]
+    return total
+
+
 def build(env: dict[str, str]) -> tuple[str, int]:
     """Migrate, create a user, a token and the canary in a child process."""
     code = """
@@ -177,12 +199,16 @@ def main() -> None:
     parser.add_argument("--gunicorn-workers", type=int, default=2)
     parser.add_argument("--database", default="deviations_canary")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/13")
+    parser.add_argument("--conn-max-age", type=int, default=60,
+                        help="seconds a process keeps its database connection (the "
+                        "DATABASE_URL option conn_max_age; 0: a connection per request)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="canary-bench-"))
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
     env.update(DJANGO_SETTINGS_MODULE="deviations.settings", DJANGO_MEDIA_ROOT=str(tmp / "m"),
                DJANGO_SECRET_KEY_FILE=str(tmp / "secret"),
-               DATABASE_URL=PG.format(args.database), CELERY_BROKER_URL=args.redis)
+               DATABASE_URL=PG.format(args.database) + f"?conn_max_age={args.conn_max_age}",
+               CELERY_BROKER_URL=args.redis)
     recreate_database(args.database)
     token, canary_id = build(env)
     procs: list[subprocess.Popen[bytes]] = []
@@ -198,7 +224,10 @@ def main() -> None:
              "--concurrency=1", "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
             cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
         wait_ready(port, procs[0])
+        cpu_before = [_tree_cpu(p.pid) for p in procs]
         result = run(port, token, canary_id, args)
+        result["cpu"] = [_tree_cpu(p.pid) - before for p, before in zip(procs, cpu_before,
+                                                                          strict=True)]
     finally:
         for proc in procs:
             proc.terminate()
@@ -221,6 +250,9 @@ def main() -> None:
         print(f"  batch to decision on the page: {len(lat)} probes, median "
               f"{statistics.median(lat):.0f} ms, p90 {np.percentile(lat, 90):.0f} ms, "
               f"max {max(lat):.0f} ms")
+    web, worker = result["cpu"]
+    print(f"  CPU per batch: web {web / result['batches'] * 1000:.0f} ms, worker "
+          f"{worker / result['batches'] * 1000:.0f} ms (PostgreSQL's not counted)")
     if result["errors"]:
         print(f"  errors: {len(result['errors'])} (first: {result['errors'][0]})")
     print(f"batches_per_s={result['batches'] / result['applied_s']:.0f} "
