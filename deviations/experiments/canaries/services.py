@@ -15,6 +15,7 @@ import numpy as np
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 
 from deviations.alerts.services import speaks_for
 from deviations.core.access import ForbiddenError
@@ -173,15 +174,19 @@ def receive_batch(
         # NO KEY UPDATE: rows inserted by the task that refer to the canary (points,
         # checkpoints) take KEY SHARE locks, which this must not wait for. The state comes
         # in the same query (not locked: the task holds it while it updates).
+        # Whether the batch id is taken comes in the same query (one round trip less).
         canary = (
             Canary.objects.select_related("state")
             .select_for_update(no_key=True, of=("self",))
+            .annotate(taken=Exists(CanaryBatch.objects.filter(
+                canary=OuterRef("pk"), batch_id=batch_id)))
             .filter(pk=canary_id).first()
         )
         if canary is None:
             raise UserError(f"no canary {canary_id}", status=404, code="not_found")
-        seen = _seen(canary, batch_id, digest)
-        if seen is not None:
+        if canary.taken:
+            seen = _seen(canary, batch_id, digest)
+            assert seen is not None  # the row lock keeps the batch from going away
             return seen
         decision = canary.state.decision
         if decision != "continue" and not canary.continued:

@@ -153,3 +153,13 @@ def test_mutated_json_bodies_never_answer_500(api: Client, post: Any) -> None:
                 assert CanaryBatch.objects.count() == before
     assert set(codes) & {200, 201, 202}, codes
     assert set(codes) - {200, 201, 202}, codes
+
+
+def test_admin_pages_render(api: Client, post: Any, client: Client,
+                            django_user_model: Any) -> None:
+    cid = _create(api, post)["id"]
+    post(api, f"/api/canaries/{cid}/observations", {"batch": "a", "arm": "A", "values": [1.0]})
+    admin = django_user_model.objects.create_superuser("root", "root@example.com", "pw")
+    client.force_login(admin)
+    assert client.get("/admin/deviations/canary/").status_code == 200
+    assert client.get(f"/admin/deviations/canary/{cid}/change/").status_code == 200
