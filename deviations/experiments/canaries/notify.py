@@ -32,6 +32,16 @@ def recipients(canary: Canary) -> list[tuple[str, str]]:
     return sorted((e, why) for e, why in found.items() if e not in muted)
 
 
+def recipients_left(canary_id: int) -> bool:
+    """Whether someone should have been told of the canary's rejection and was not."""
+    canary = Canary.objects.filter(pk=canary_id).first()
+    if canary is None:
+        return False
+    told = set(SentAlert.objects.filter(subject=f"canary:{canary_id}:reject")
+               .values_list("email", flat=True))
+    return any(email not in told for email, _ in recipients(canary))
+
+
 def notify_rejection(canary_id: int) -> int:
     """Email the rejection of a canary to each recipient once; returns emails sent."""
     canary = Canary.objects.select_related("state").filter(pk=canary_id).first()

@@ -1,9 +1,12 @@
 """Tasks of canaries: apply the batches received to the stored state, email a rejection,
 and the sweeper. Thin and idempotent: they take ids; a second run finds nothing to do."""
 
+from datetime import timedelta
+
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 from django.db.models import F
+from django.utils import timezone
 
 from deviations.core.queue import enqueue
 from deviations.experiments.canaries import notify, state
@@ -37,12 +40,22 @@ def notify_canary(canary_id: int) -> int:
 
 @shared_task(name="deviations.update_stale_canaries")
 def update_stale_canaries() -> list[int]:
-    """Queue the update of canaries with batches not yet applied (a task message lost with
-    the broker); beat, every minute."""
+    """Queue the update of canaries with batches not yet applied, and the email of
+    rejections of the last day that no alert row records (task messages lost with the
+    broker); beat, every minute. Both tasks do nothing the second time."""
     stale = list(
         Canary.objects.filter(batches_received__gt=F("state__applied_seq"))
         .order_by("pk").values_list("pk", flat=True)
     )
     for pk in stale:
         enqueue(update_canary, pk)
+    now = timezone.now()
+    for pk in (
+        Canary.objects.filter(
+            state__decision="reject",
+            state__decided_at__range=(now - timedelta(days=1), now - timedelta(minutes=2)),
+        ).values_list("pk", flat=True)
+    ):
+        if notify.recipients_left(pk):
+            enqueue(notify_canary, pk)
     return stale

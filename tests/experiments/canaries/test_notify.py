@@ -3,16 +3,18 @@ bands in words; an unsubscribed address gets nothing; a second run sends nothing
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
 import pytest
 from django.core import mail
 from django.test import Client
+from django.utils import timezone
 
 from deviations.alerts.models import SentAlert
-from deviations.experiments.canaries import notify, services
-from deviations.experiments.canaries.models import Canary
+from deviations.experiments.canaries import notify, services, tasks
+from deviations.experiments.canaries.models import Canary, CanaryState
 
 pytestmark = pytest.mark.django_db
 
@@ -57,3 +59,17 @@ def test_no_email_without_a_rejection(committed: Any) -> None:
     committed(services.receive_batch, canary.pk, "a", "A", [1.0, 2.0])
     assert notify.notify_rejection(canary.pk) == 0
     assert mail.outbox == []
+
+
+def test_sweeper_sends_a_lost_rejection_email(committed: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(tasks, "enqueue", lambda task, *args: None)  # the message is lost
+    canary = services.create_canary("play", bad="higher", owners=["owner@example.com"])
+    _reject(committed, canary)
+    assert mail.outbox == []
+    CanaryState.objects.filter(canary=canary).update(
+        decided_at=timezone.now() - timedelta(minutes=5))
+    monkeypatch.undo()
+    assert tasks.update_stale_canaries() == []
+    assert [m.to for m in mail.outbox] == [["owner@example.com"]]
+    tasks.update_stale_canaries()
+    assert len(mail.outbox) == 1
