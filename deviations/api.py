@@ -13,6 +13,7 @@ from deviations.alerts.api import alerts_router
 from deviations.alerts.api import router as subscriptions_router
 from deviations.core.errors import UserError
 from deviations.experiments.ab.api import router as ab_router
+from deviations.experiments.canaries.api import router as canaries_router
 from deviations.histograms.api import router as histograms_router
 from deviations.traces.api import router as traces_router
 
@@ -37,3 +38,4 @@ api.add_router("/histograms", histograms_router)
 api.add_router("/histograms", subscriptions_router)
 api.add_router("/alerts", alerts_router)
 api.add_router("/ab", ab_router)
+api.add_router("/canaries", canaries_router)

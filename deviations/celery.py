@@ -10,5 +10,6 @@ app = Celery("deviations")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 # Each feature keeps its tasks in its own tasks.py; ingest has the ingest task.
 app.autodiscover_tasks(
-    ["deviations.traces", "deviations.histograms", "deviations.alerts", "ingest"]
+    ["deviations.traces", "deviations.histograms", "deviations.alerts", "ingest",
+     "deviations.experiments.canaries"]
 )

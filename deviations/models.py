@@ -7,7 +7,9 @@
 - alerts, ``deviations.alerts.models``: Subscription, SentAlert, AlertGroup, Alert,
   AlertNote, Ignore;
 - API tokens, ``deviations.core.models``: ApiToken;
-- paired A/B runs, ``deviations.experiments.ab.models``: ABHost, ABRun, AAFloorRecord.
+- paired A/B runs, ``deviations.experiments.ab.models``: ABHost, ABRun, AAFloorRecord;
+- canaries, ``deviations.experiments.canaries.models``: Canary, CanaryBatch, CanaryState,
+  CanaryCheckpoint, CanaryPoint.
 
 Everything stays in the one app label ``deviations`` (its migrations are shared). Import a
 model from its feature's module; this module only makes sure Django sees them all.
@@ -23,6 +25,13 @@ from deviations.alerts.models import (
 )
 from deviations.core.models import ApiToken
 from deviations.experiments.ab.models import AAFloorRecord, ABHost, ABRun
+from deviations.experiments.canaries.models import (
+    Canary,
+    CanaryBatch,
+    CanaryCheckpoint,
+    CanaryPoint,
+    CanaryState,
+)
 from deviations.histograms.models import (
     BuildAnnotation,
     HistogramChange,
@@ -51,6 +60,11 @@ __all__ = [
     "AnalysisBlock",
     "ApiToken",
     "BuildAnnotation",
+    "Canary",
+    "CanaryBatch",
+    "CanaryCheckpoint",
+    "CanaryPoint",
+    "CanaryState",
     "Function",
     "HistogramChange",
     "HistogramRuleDefaults",

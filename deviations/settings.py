@@ -242,6 +242,7 @@ CELERY_BEAT_SCHEDULE = {
     # Alert groups whose confirmation delay ran out (the rest are emailed after analyses).
     "notify-alert-groups": {"task": "deviations.notify_alert_groups", "schedule": 15 * 60},
     "send-alert-digests": {"task": "deviations.send_alert_digests", "schedule": 24 * 60 * 60},
+    "update-stale-canaries": {"task": "deviations.update_stale_canaries", "schedule": 60},
 }
 DEVIATIONS_SITE_URL = env.str("DEVIATIONS_SITE_URL", default="http://127.0.0.1:8000")
 # An alert still provisional (its verdict can change with the next releases) is emailed

@@ -5,11 +5,13 @@ Traces: ``submit_uploads`` (page and API: register, then a task parses), ``get_r
 and ``ingest_local_file`` (CLI: parse here, now). Histograms: ``store_histogram_file``,
 then ``queue_detection``. Signals sent once data is stored: ``run_stored``,
 ``histograms_stored``. A/B runs: ``parse_ab_file`` (``experiments.ab`` stores them).
-Errors are ``UserError`` subclasses (``IngestError``, ``TraceError``, ``HistogramError``,
-``ABFormatError``) with "<file>: <reason>" messages.
+Canary observations: ``parse_observations`` (CSV). Errors are ``UserError`` subclasses
+(``IngestError``, ``TraceError``, ``HistogramError``, ``ABFormatError``,
+``ObservationsError``) with "<file>: <reason>" messages.
 """
 
 from ingest.ab import ABData, ABFormatError, parse_ab_file
+from ingest.canaries import Observations, ObservationsError, parse_observations
 from ingest.histogram_store import StoredFile, queue_detection, store_histogram_file
 from ingest.histograms import HistogramError, bucket_lower_bounds
 from ingest.manifest import ManifestEntry, ManifestError, read_folders, read_manifest
@@ -26,6 +28,8 @@ __all__ = [
     "IngestError",
     "ManifestEntry",
     "ManifestError",
+    "Observations",
+    "ObservationsError",
     "Registered",
     "StoredFile",
     "Submission",
@@ -37,6 +41,7 @@ __all__ = [
     "histograms_stored",
     "ingest_local_file",
     "parse_ab_file",
+    "parse_observations",
     "queue_detection",
     "read_folders",
     "read_manifest",

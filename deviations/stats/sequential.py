@@ -58,6 +58,7 @@ __all__ = [
     "inter_arrival_times",
     "quantile_band",
     "sample_size",
+    "samples_for_width",
     "sequential_p_value",
 ]
 
@@ -681,6 +682,58 @@ def sample_size(radius: float, *, alpha: float = 0.05, time_uniform: bool = True
     return n
 
 
+def samples_for_width(
+    width: float, target: float, n_a: int, n_b: int, *, alpha: float = 0.05
+) -> int:
+    """Estimated observations per arm for a quantile-difference band to shrink to ``target``.
+
+    The band on ``Q_b(p) - Q_a(p)`` (eq. 7 with eq. 19, each arm at ``alpha / 2``) is, to
+    first order in the half-widths, ``Q_b(p) - Q_a(p) +- (e_a / f_a + e_b / f_b)`` with
+    ``f`` the densities at the quantile (the delta method on ``Q(p +- eps)``): its width is
+    proportional to the half-widths ``eps_n(alpha / 2)`` of eq. (19). With equal densities
+    the width is ``c (e_{n_a} + e_{n_b})``; ``c`` is estimated from the current band, and
+    the answer is the smallest ``n`` with ``c 2 e_n <= target`` (:func:`sample_size` with
+    radius ``target / c``).
+
+    This is an estimate (it assumes the densities near the quantile stay as the data show
+    them), not a bound; the band itself stays valid whenever it is looked at, so checking
+    again at the estimated ``n`` costs nothing (time-uniform, eq. 16).
+
+    Parameters
+    ----------
+    width : float
+        Current width of the band (finite, ``> 0``).
+    target : float
+        Width wanted (``> 0``): the smallest change worth telling apart.
+    n_a, n_b : int
+        Current sample sizes (``>= 1``).
+    alpha : float, default 0.05
+        Level of the band.
+
+    Returns
+    -------
+    int
+        Estimated total observations per arm (at least ``max(n_a, n_b)`` when the band is
+        still too wide; ``min(n_a, n_b)`` when it is already narrow enough).
+
+    References
+    ----------
+    Lindon et al. (2022), eqs. (7), (15)-(19), §3.3.3; Howard and Ramdas (2022).
+    """
+    _check_alpha(alpha)
+    if not (math.isfinite(width) and width > 0.0):
+        raise ValueError("width must be finite and > 0")
+    if not (math.isfinite(target) and target > 0.0):
+        raise ValueError("target must be finite and > 0")
+    if n_a < 1 or n_b < 1:
+        raise ValueError("both arms need at least one observation")
+    if width <= target:
+        return min(n_a, n_b)
+    eps_sum = float(epsilon_time_uniform(n_a, alpha / 2) + epsilon_time_uniform(n_b, alpha / 2))
+    radius = min(1.0, eps_sum * target / width)
+    return max(max(n_a, n_b), sample_size(radius, alpha=alpha))
+
+
 def inter_arrival_times(timestamps: npt.ArrayLike, *, previous: float | None = None) -> FloatArray:
     """Waiting times between events, for count metrics (Lindon et al. 2022, §3.4).
 
@@ -982,6 +1035,20 @@ class SequentialTest:
         if self.hypothesis == "greater":
             return -self._g_min / scale
         return max(self._g_max, -self._g_min) / scale
+
+    @property
+    def sup_difference(self) -> float:
+        """``max(0, sup_x (F_{n_b} - F_{n_a})(x))``: evidence that B is smaller somewhere."""
+        if self._n_a == 0 or self._n_b == 0:
+            return 0.0
+        return self._g_max / (self._n_a * self._n_b)
+
+    @property
+    def inf_difference(self) -> float:
+        """``min(0, inf_x (F_{n_b} - F_{n_a})(x))``: evidence that B is larger somewhere."""
+        if self._n_a == 0 or self._n_b == 0:
+            return 0.0
+        return self._g_min / (self._n_a * self._n_b)
 
     def _p_now(self) -> float:
         return _p_value_scalar(self.statistic, self._n_a, self._n_b)

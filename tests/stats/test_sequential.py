@@ -26,6 +26,7 @@ from deviations.stats.sequential import (
     inter_arrival_times,
     quantile_band,
     sample_size,
+    samples_for_width,
     sequential_p_value,
 )
 
@@ -405,6 +406,38 @@ def test_decision_is_sticky_and_rejection_wins() -> None:
     later = test.update(rng.normal(0, 1, 5000), rng.normal(0, 1, 5000))
     assert later.decision == "reject"
     assert later.decided_at == (2000, 2000)
+
+
+def test_sides_of_the_difference() -> None:
+    test = SequentialTest("equal")
+    test.update([1.0, 2.0, 3.0, 4.0], [3.0, 4.0, 5.0, 6.0])  # B larger: F_b below F_a
+    assert test.sup_difference == 0.0
+    assert test.inf_difference == pytest.approx(-0.5)
+    assert test.statistic == pytest.approx(0.5)
+    swapped = SequentialTest("equal")
+    swapped.update([3.0, 4.0, 5.0, 6.0], [1.0, 2.0, 3.0, 4.0])
+    assert swapped.sup_difference == pytest.approx(0.5)
+    assert swapped.inf_difference == 0.0
+    assert SequentialTest().sup_difference == SequentialTest().inf_difference == 0.0
+
+
+def test_samples_for_width_checks_out_on_data() -> None:
+    """The estimate from n = 2,000 per arm, checked against the band actually reached."""
+    rng = np.random.default_rng(31)
+    a, b = rng.normal(0, 1, 200_000), rng.normal(0, 1, 200_000)
+    test = SequentialTest()
+    test.update(a[:2000], b[:2000])
+    band = test.quantile_bands([0.5]).diff
+    width = float(band.hi[0] - band.lo[0])
+    n = samples_for_width(width, width / 2, 2000, 2000)
+    assert n > 2000
+    later = SequentialTest()
+    later.update(a[:n], b[:n])
+    reached = float(later.quantile_bands([0.5]).diff.hi[0] - later.quantile_bands([0.5]).diff.lo[0])
+    assert reached == pytest.approx(width / 2, rel=0.15)
+    assert samples_for_width(width, width * 2, 2000, 1500) == 1500  # already narrow enough
+    with pytest.raises(ValueError, match="width"):
+        samples_for_width(math.inf, 1.0, 10, 10)
 
 
 # ---------------------------------------------------------------------------

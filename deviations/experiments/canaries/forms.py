@@ -1,0 +1,29 @@
+"""The form that creates a canary from the browser (its checks are the service's)."""
+
+from django import forms
+
+from deviations.experiments.canaries.models import Canary
+
+
+class CanaryForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    metric = forms.CharField(max_length=200, required=False,
+                             help_text="e.g. PlayDelay, first contentful paint")
+    unit = forms.CharField(max_length=40, required=False, help_text="e.g. ms")
+    bad = forms.ChoiceField(choices=Canary.BAD, label="Which direction is bad")
+    alpha = forms.FloatField(initial=0.05, help_text="False-alarm probability over the whole "
+                             "run, however often you look.")
+    tau = forms.FloatField(required=False, label="Tolerance τ", help_text="0-1, on the "
+                           "distribution functions: accept 'no difference beyond τ'. Empty: "
+                           "never accept.")
+    method = forms.ChoiceField(choices=Canary.METHODS, initial=Canary.DKW, required=False,
+                               label="Sequential test")
+
+    def clean_method(self) -> str:
+        return self.cleaned_data.get("method") or Canary.DKW
+    count = forms.BooleanField(required=False, label="Count metric (send event timestamps)")
+    quantile = forms.FloatField(initial=0.95, help_text="Quantile worded besides the median.")
+    min_effect = forms.FloatField(required=False, label="Smallest change worth knowing",
+                                  help_text="On the median, in the metric's unit.")
+    owners = forms.CharField(required=False, help_text="Emails told of a rejection, "
+                             "comma-separated.")

@@ -1,0 +1,290 @@
+"""Writes of canaries: create one, receive a batch (atomic, idempotent by its id), continue
+one after its decision, subscribe. The state update is ``state.apply_pending`` (a task).
+
+The same functions serve the page, the API and the CLI.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import transaction
+from django.db.models import Exists, OuterRef
+
+from deviations.alerts.services import speaks_for
+from deviations.core.access import ForbiddenError
+from deviations.core.errors import UserError
+from deviations.core.packing import pack
+from deviations.core.queue import enqueue
+from deviations.experiments.canaries import tasks
+from deviations.experiments.canaries.models import Canary, CanaryBatch, CanaryState
+from deviations.stats.sequential import inter_arrival_times
+from ingest.services import Observations
+
+#: A batch holds at most this many values: a larger one is refused whole (send several).
+MAX_BATCH = 100_000
+_NAME_CHARS = 200
+
+
+class ConflictError(UserError):
+    """The request contradicts what is stored (HTTP 409)."""
+
+    status = 409
+    code = "conflict"
+
+
+class DecidedError(ConflictError):
+    """The canary has decided and takes no more observations (HTTP 409)."""
+
+    code = "decided"
+
+
+@dataclass(frozen=True)
+class Receipt:
+    seq: int
+    n: int
+    duplicate: bool
+
+
+def _email_list(emails: Any, field: str) -> list[str]:
+    if emails is None:
+        return []
+    if isinstance(emails, str):
+        emails = [e for e in emails.replace(";", ",").split(",")]
+    out = []
+    for raw in emails:
+        email = str(raw).strip().lower()
+        if not email:
+            continue
+        try:
+            validate_email(email)
+        except ValidationError as exc:
+            raise UserError(f"{field}: {raw!r} is not an email address") from exc
+        if email not in out:
+            out.append(email)
+    return out
+
+
+def create_canary(
+    name: str, *, bad: str, alpha: float = 0.05, tau: float | None = None,
+    count: bool = False, metric: str = "", unit: str = "", quantile: float = 0.95,
+    method: str = Canary.DKW,
+    min_effect: float | None = None, owners: Any = None, user: Any = None,
+) -> Canary:
+    """Check every field, then store the canary and its empty state."""
+    name = (name or "").strip()
+    if not name or len(name) > _NAME_CHARS:
+        raise UserError(f"name: 1 to {_NAME_CHARS} characters")
+    if bad not in (Canary.HIGHER, Canary.LOWER, Canary.ANY):
+        raise UserError("bad: 'higher', 'lower' or 'any' (which direction is bad)")
+    if not (isinstance(alpha, int | float) and 0.0 < alpha < 0.5):
+        raise UserError("alpha: a probability in (0, 0.5), e.g. 0.05")
+    if tau is not None and not (isinstance(tau, int | float) and 0.0 < tau < 1.0):
+        raise UserError("tau: a difference of distribution functions in (0, 1), e.g. 0.1")
+    if method not in (Canary.DKW, Canary.SIGNS):
+        raise UserError("method: 'dkw' (distribution functions) or 'signs' (sign test)")
+    if method == Canary.SIGNS and tau is not None:
+        raise UserError("tau: the sign test only rejects; a tolerance needs method 'dkw'")
+    if not (isinstance(quantile, int | float) and 0.0 < quantile < 1.0):
+        raise UserError("quantile: a probability in (0, 1), e.g. 0.95")
+    if min_effect is not None and not (
+        isinstance(min_effect, int | float) and math.isfinite(min_effect) and min_effect > 0
+    ):
+        raise UserError("min_effect: a positive change in the metric's unit")
+    for field, value, limit in (("metric", metric, 200), ("unit", unit, 40)):
+        if len(value or "") > limit:
+            raise UserError(f"{field}: at most {limit} characters")
+    with transaction.atomic():
+        canary = Canary.objects.create(
+            name=name, bad=bad, alpha=float(alpha), tau=None if tau is None else float(tau),
+            count=bool(count), metric=(metric or "").strip(), unit=(unit or "").strip(),
+            quantile=float(quantile), method=method,
+            min_effect=None if min_effect is None else float(min_effect),
+            owners=_email_list(owners, "owners"),
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+        )
+        CanaryState.objects.create(canary=canary)
+    return canary
+
+
+def _finite_array(values: Any, field: str) -> np.ndarray:
+    if not isinstance(values, list | tuple | np.ndarray):
+        raise UserError(f"{field}: a list of numbers")
+    if len(values) > MAX_BATCH:
+        raise UserError(f"{field}: at most {MAX_BATCH:,} per batch (send several batches)")
+    if not isinstance(values, np.ndarray):
+        for i, v in enumerate(values):
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise UserError(f"{field}[{i}]: {v!r} is not a number")
+    array = np.asarray(values, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(array))
+    if bad.size:
+        raise UserError(f"{field}[{int(bad[0])}]: not a finite number")
+    return array
+
+
+def _digest(arm: str, values: np.ndarray | None, timestamps: np.ndarray | None) -> str:
+    h = hashlib.sha256(arm.encode())
+    for part in (values, timestamps):
+        h.update(b"|" if part is None else b"|" + pack(part))
+    return h.hexdigest()
+
+
+def _seen(canary: Canary, batch_id: str, digest: str) -> Receipt | None:
+    """The receipt of a batch id already stored with the same data; ``ConflictError`` if
+    stored with other data; None if new."""
+    seen = (
+        CanaryBatch.objects.filter(canary=canary, batch_id=batch_id)
+        .values_list("seq", "n", "digest").first()
+    )
+    if seen is None:
+        return None
+    if seen[2] != digest:
+        raise ConflictError(
+            f"batch {batch_id!r} was already received with other data: use a new batch id "
+            "for new observations"
+        )
+    return Receipt(seq=seen[0], n=seen[1], duplicate=True)
+
+
+def receive_batch(
+    canary_id: int, batch_id: str, arm: str, values: Any = None, timestamps: Any = None,
+) -> Receipt:
+    """Store one batch whole, or refuse it whole with a ``UserError`` naming the field.
+
+    Idempotent by ``batch_id``: the same batch sent again is a duplicate and changes
+    nothing; another batch under a used id is a 409. A canary that has decided takes no
+    more observations (409) unless it was continued. Queues the state update on commit.
+    """
+    batch_id = (batch_id or "").strip() if isinstance(batch_id, str) else ""
+    if not batch_id or len(batch_id) > 200:
+        raise UserError("batch: a client id of 1 to 200 characters")
+    if arm not in ("A", "B"):
+        raise UserError("arm: 'A' (control) or 'B' (candidate)")
+    vals = None if values is None else _finite_array(values, "values")
+    times = None if timestamps is None else _finite_array(timestamps, "timestamps")
+    digest = _digest(arm, vals, times)
+    with transaction.atomic():
+        # NO KEY UPDATE: rows inserted by the task that refer to the canary (points,
+        # checkpoints) take KEY SHARE locks, which this must not wait for. The state comes
+        # in the same query (not locked: the task holds it while it updates).
+        # Whether the batch id is taken comes in the same query (one round trip less).
+        canary = (
+            Canary.objects.select_related("state")
+            .select_for_update(no_key=True, of=("self",))
+            .annotate(taken=Exists(CanaryBatch.objects.filter(
+                canary=OuterRef("pk"), batch_id=batch_id)))
+            .filter(pk=canary_id).first()
+        )
+        if canary is None:
+            raise UserError(f"no canary {canary_id}", status=404, code="not_found")
+        if canary.taken:
+            seen = _seen(canary, batch_id, digest)
+            assert seen is not None  # the row lock keeps the batch from going away
+            return seen
+        decision = canary.state.decision
+        if decision != "continue" and not canary.continued:
+            raise DecidedError(
+                f"canary {canary.pk} has decided ({decision}) and takes no more observations; "
+                "continue it first (the page's Continue button or POST .../continue)"
+            )
+        last_field = "last_time_a" if arm == "A" else "last_time_b"
+        update: dict[str, Any] = {}
+        if canary.count:
+            if times is None or values is not None:
+                raise UserError("a count canary takes 'timestamps' (event times) only, no "
+                                "'values'")
+            previous = getattr(canary, last_field)
+            if times.size and previous is not None and float(times.min()) < previous:
+                raise UserError(
+                    f"timestamps: {float(times.min())!r} precedes the last event already "
+                    f"received for arm {arm} ({previous!r}); send events in time order"
+                )
+            data = inter_arrival_times(times, previous=previous)
+            if times.size:
+                update[last_field] = float(times.max())
+        else:
+            if vals is None:
+                raise UserError("values: required (a list of numbers)")
+            if times is not None and times.size != vals.size:
+                raise UserError(f"timestamps: {times.size} given for {vals.size} values")
+            data = vals
+        seq = canary.batches_received + 1
+        CanaryBatch.objects.create(
+            canary=canary, seq=seq, batch_id=batch_id, arm=arm, n=int(data.size),
+            values=pack(data), digest=digest,
+        )
+        Canary.objects.filter(pk=canary.pk).update(batches_received=seq, **update)
+        transaction.on_commit(lambda: enqueue(tasks.update_canary, canary.pk))
+    return Receipt(seq=seq, n=int(data.size), duplicate=False)
+
+
+def continue_canary(canary: Canary) -> None:
+    """Take observations again after the decision (the decision itself stays: it was the
+    stopping time; the bands keep narrowing and stay valid, being time-uniform)."""
+    Canary.objects.filter(pk=canary.pk).update(continued=True)
+    canary.continued = True
+
+
+def subscribe(canary: Canary, email: str, user: Any) -> None:
+    """Add an address to those told of the canary's rejection: the user's own, or any
+    address for staff (``alerts.services.speaks_for``)."""
+    (address,) = _email_list([email], "email") or [""]
+    if not address:
+        raise UserError("email: required (your account has no email address)")
+    if not speaks_for(user, address):
+        raise ForbiddenError(f"you may subscribe only your own address, not {address!r}")
+    with transaction.atomic():
+        locked = Canary.objects.select_for_update().get(pk=canary.pk)
+        if address not in locked.subscribers:
+            locked.subscribers = [*locked.subscribers, address]
+            locked.save(update_fields=["subscribers"])
+        canary.subscribers = locked.subscribers
+
+
+@dataclass(frozen=True)
+class Fed:
+    batches: int  # new batches stored
+    duplicates: int  # batches already received (the same file fed again)
+    rows_left: int  # rows not sent because the canary decided meanwhile
+    decided: str | None  # the decision that stopped the feed, if one did
+
+
+def feed(canary: Canary, observations: Observations, source: str, batch_size: int = 1000) -> Fed:
+    """Send recorded observations through ``receive_batch``, ``batch_size`` rows at a time
+    (each chunk as one batch per arm), as a client of the API would. Batch ids are
+    ``<source>:<chunk>:<arm>``, so feeding the same file again sends nothing new."""
+    if batch_size < 1:
+        raise UserError("batch size: at least 1")
+    total = observations.is_b.size
+    new = duplicates = 0
+    for chunk, start in enumerate(range(0, total, batch_size)):
+        part = slice(start, min(total, start + batch_size))
+        is_b = observations.is_b[part]
+        for arm, mask in (("A", ~is_b), ("B", is_b)):
+            if not mask.any():
+                continue
+            values = timestamps = None
+            if canary.count:
+                if observations.timestamps is None:
+                    raise UserError("a count canary needs a 'timestamp' column")
+                timestamps = observations.timestamps[part][mask]
+            else:
+                if observations.values is None:
+                    raise UserError("this canary needs a 'value' column")
+                values = observations.values[part][mask]
+            try:
+                receipt = receive_batch(canary.pk, f"{source}:{chunk}:{arm}", arm, values,
+                                        timestamps)
+            except DecidedError:
+                decision = CanaryState.objects.get(canary=canary).decision
+                return Fed(new, duplicates, total - start, decision)
+            duplicates += receipt.duplicate
+            new += not receipt.duplicate
+    return Fed(new, duplicates, 0, None)

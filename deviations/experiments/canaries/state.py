@@ -1,0 +1,239 @@
+"""The canary's stored sequential state, updated incrementally (the only glue to the
+statistics, ``deviations.stats.sequential`` and, for ``method="signs"``,
+``deviations.stats.signs``, whose small state is stored whole in ``CanaryState.summary``).
+
+``apply_pending`` locks the ``CanaryState`` row, takes the test as it stood after batch
+``applied_seq`` and adds the batches received since, in one update (looking after a group
+of batches instead of after each keeps the test valid: the running minimum of the p-value
+is taken over fewer looks, eq. 21). The test as it stood comes from this process's memory
+when nobody wrote since (the usual case: one worker keeps applying the batches of its
+canaries), otherwise from the ``CanaryCheckpoint`` plus the few batches after it; it is
+never rebuilt from all observations. Checkpoints are written when the observations since
+the last one reach the number it held (and at least ``CHECKPOINT_MIN``): the bytes written
+stay about twice the final state, and a cold start replays at most half the data.
+
+A batch applied twice changes nothing: batches are applied by ``seq`` after
+``applied_seq``, under the row lock, and ``applied_seq`` moves in the same transaction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from deviations.core.packing import INT, pack, unpack
+from deviations.experiments.canaries.models import (
+    Canary,
+    CanaryBatch,
+    CanaryCheckpoint,
+    CanaryPoint,
+    CanaryState,
+)
+from deviations.stats.sequential import SequentialTest
+from deviations.stats.signs import SequentialSignTest
+
+#: The quantile grid the page draws (and the headline reads the median and the chosen
+#: quantile from): steps of 0.005, enough for a smooth quantile function.
+GRID = np.round(np.arange(1, 200) * 0.005, 3)
+#: A checkpoint is written once this many observations (at least) arrived since the last.
+CHECKPOINT_MIN = 50_000
+#: Tests kept in this process's memory (one per canary, the most recently updated).
+CACHE_SIZE = 8
+
+REGRESSION, IMPROVEMENT, NO_DIFFERENCE, KEEP_GOING = (
+    "regression", "improvement", "no_difference", "keep_going",
+)
+
+_cache: OrderedDict[int, tuple[int, SequentialTest, SequentialSignTest | None]] = OrderedDict()
+
+
+def grid_for(canary: Canary) -> np.ndarray:
+    return np.unique(np.concatenate((GRID, [0.5, round(canary.quantile, 6)])))
+
+
+def headline_for(canary: Canary, decision: str, b_values_larger: bool) -> str:
+    """regression / improvement / no_difference / keep_going.
+
+    The test is two-sided (``"equal"``: the same boundary as a one-sided test, so no power
+    is lost on the bad side); which side rejected says regression or improvement. For a
+    count metric the tested values are waiting times: longer waits mean fewer events.
+    """
+    if decision == "accept":
+        return NO_DIFFERENCE
+    if decision != "reject":
+        return KEEP_GOING
+    if canary.bad == Canary.ANY:
+        return REGRESSION
+    metric_higher = b_values_larger != canary.count
+    bad_higher = canary.bad == Canary.HIGHER
+    return REGRESSION if metric_higher == bad_higher else IMPROVEMENT
+
+
+def _finite(values: np.ndarray) -> list[float | None]:
+    return [float(v) if math.isfinite(v) else None for v in values]
+
+
+def summarise(canary: Canary, test: SequentialTest) -> dict[str, Any]:
+    """What the page draws: both arms' quantile bands and the band on Q_B - Q_A on the grid
+    (``None`` where a band still reaches past the data)."""
+    out: dict[str, Any] = {}
+    if test.n_a == 0 or test.n_b == 0:
+        return out
+    # sup and inf of F_B - F_A: which way the distributions differ (B larger: inf < 0).
+    out["sup_diff"], out["inf_diff"] = test.sup_difference, test.inf_difference
+    bands = test.quantile_bands(grid_for(canary))
+    out["p"] = bands.a.p.tolist()
+    for key, band in (("a", bands.a), ("b", bands.b), ("diff", bands.diff)):
+        out[key] = {"estimate": _finite(band.estimate), "lo": _finite(band.lo),
+                    "hi": _finite(band.hi)}
+    return out
+
+
+def _empty_state(canary: Canary, state: CanaryState) -> dict[str, Any]:
+    return {
+        "format": 1, "hypothesis": "equal", "alpha": canary.alpha, "tau": canary.tau,
+        "n_a": 0, "n_b": 0, "p_value": state.p_value, "decision": state.decision,
+        "decided_at": None if state.decided_n_a is None
+        else [state.decided_n_a, state.decided_n_b],
+        "support": np.empty(0), "counts_a": np.empty(0, dtype=np.int64),
+        "counts_b": np.empty(0, dtype=np.int64),
+    }
+
+
+def _batches(canary_id: int, after: int, upto: int | None = None) -> tuple[
+        int, np.ndarray, np.ndarray]:
+    rows = CanaryBatch.objects.filter(canary_id=canary_id, seq__gt=after)
+    if upto is not None:
+        rows = rows.filter(seq__lte=upto)
+    last, a, b = after, [], []
+    for seq, arm, data in rows.order_by("seq").values_list("seq", "arm", "values"):
+        (a if arm == "A" else b).append(unpack(data))
+        last = seq
+    empty = np.empty(0)
+    return last, (np.concatenate(a) if a else empty), (np.concatenate(b) if b else empty)
+
+
+def _restore(canary: Canary, state: CanaryState) -> SequentialTest:
+    """The test after batch ``state.applied_seq``: checkpoint plus the batches after it,
+    with the stored running minimum and decision (the checkpoint's data alone do not
+    remember the looks in between)."""
+    payload = _empty_state(canary, state)
+    own = (state.summary or {}).get("dkw")
+    if own is not None:  # with the sign test deciding, the state's fields are its own
+        payload.update(p_value=own["p_value"], decision=own["decision"],
+                       decided_at=own["decided_at"])
+    start = 0
+    checkpoint = CanaryCheckpoint.objects.filter(canary=canary).first()
+    if checkpoint is not None and checkpoint.seq <= state.applied_seq:
+        start = checkpoint.seq
+        payload.update(
+            n_a=checkpoint.n_a, n_b=checkpoint.n_b, support=unpack(checkpoint.support),
+            counts_a=unpack(checkpoint.counts_a, INT), counts_b=unpack(checkpoint.counts_b, INT),
+        )
+    test = SequentialTest.from_state(payload)
+    if state.applied_seq > start:
+        _, a, b = _batches(canary.pk, start, state.applied_seq)
+        # The same data as at the last stored look: the p-value and the rules evaluate as
+        # they did then, so the stored minimum and decision stand.
+        test.update(a, b)
+    return test
+
+
+def _checkpoint(canary: Canary, seq: int, test: SequentialTest) -> None:
+    saved = test.to_state()
+    CanaryCheckpoint.objects.update_or_create(canary=canary, defaults={
+        "seq": seq, "n_a": test.n_a, "n_b": test.n_b,
+        "support": pack(saved["support"]),
+        "counts_a": pack(saved["counts_a"], INT), "counts_b": pack(saved["counts_b"], INT),
+    })
+
+
+@dataclass(frozen=True)
+class Applied:
+    batches: int
+    rejected_now: bool  # this update reached the decision "reject": tell the owners
+
+
+NOTHING = Applied(0, False)
+
+
+def apply_pending(canary_id: int) -> Applied:
+    """Apply the batches received since the last update (committed when it returns)."""
+    with transaction.atomic():
+        state = CanaryState.objects.select_for_update().filter(canary_id=canary_id).first()
+        if state is None:
+            return NOTHING
+        canary = Canary.objects.get(pk=canary_id)
+        if canary.batches_received <= state.applied_seq:
+            return NOTHING
+        last, a, b = _batches(canary_id, state.applied_seq)
+        if last == state.applied_seq:
+            return NOTHING
+        cached = _cache.pop(canary_id, None)  # taken: put back only once committed
+        if cached is not None and cached[0] == state.applied_seq:
+            _, test, signs = cached
+        else:
+            test = _restore(canary, state)
+            signs = None
+            if canary.method == Canary.SIGNS:
+                signs = (SequentialSignTest.from_state(state.summary["signs"])
+                         if "signs" in state.summary
+                         else SequentialSignTest(canary.alpha, seed=canary.pk))
+        applied = last - state.applied_seq
+        dkw_before = test.decision
+        result = test.update(a, b)
+        own = {"p_value": result.p_value, "decision": result.decision,
+               "decided_at": None if result.decided_at is None else list(result.decided_at)}
+        if signs is None:  # the distribution-function test decides
+            before, decision = dkw_before, result.decision
+            p_value, p_now, decided_at = result.p_value, result.p_value_now, result.decided_at
+            b_larger = -test.inf_difference >= test.sup_difference
+        else:  # the sign test decides; the bands still come from the DKW test
+            before = signs.decision
+            sign_result = signs.update(a, b)
+            decision, decided_at = sign_result.decision, sign_result.decided_at
+            p_value = p_now = sign_result.p_value
+            b_larger = sign_result.b_larger
+        state.applied_seq = last
+        state.n_a, state.n_b = result.n_a, result.n_b
+        state.statistic = result.statistic
+        state.p_value, state.p_value_now = p_value, p_now
+        state.decision = decision
+        newly = before == "continue" and decision != "continue"
+        if newly:
+            state.headline = headline_for(canary, decision, b_larger)
+            assert decided_at is not None
+            state.decided_n_a, state.decided_n_b = decided_at
+            state.decided_at = timezone.now()
+        state.summary = {**summarise(canary, test), "dkw": own}
+        if signs is not None:
+            state.summary["signs"] = signs.to_state()
+        state.save()
+        CanaryPoint.objects.create(
+            canary_id=canary_id, seq=last, n_a=result.n_a, n_b=result.n_b,
+            p_value=p_value, p_value_now=p_now,
+        )
+        checkpoint = CanaryCheckpoint.objects.filter(canary_id=canary_id).values_list(
+            "n_a", "n_b").first()
+        held = sum(checkpoint) if checkpoint else 0
+        if result.n_a + result.n_b - held >= max(CHECKPOINT_MIN, held):
+            _checkpoint(canary, last, test)
+
+        def remember() -> None:
+            _cache[canary_id] = (last, test, signs)
+            while len(_cache) > CACHE_SIZE:
+                _cache.popitem(last=False)
+
+        transaction.on_commit(remember)
+    return Applied(applied, newly and decision == "reject")
+
+
+def forget_cache() -> None:
+    """Drop the tests held in memory (tests use it to force a restore)."""
+    _cache.clear()

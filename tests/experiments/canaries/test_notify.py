@@ -1,0 +1,75 @@
+"""The rejection email: once to each owner and subscriber, with the headline and the
+bands in words; an unsubscribed address gets nothing; a second run sends nothing."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+from django.core import mail
+from django.test import Client
+from django.utils import timezone
+
+from deviations.alerts.models import SentAlert
+from deviations.experiments.canaries import notify, services, tasks
+from deviations.experiments.canaries.models import Canary, CanaryState
+
+pytestmark = pytest.mark.django_db
+
+
+def _reject(committed: Any, canary: Canary) -> None:
+    rng = np.random.default_rng(12)
+    committed(services.receive_batch, canary.pk, "a", "A", rng.normal(100, 10, 3000).tolist())
+    committed(services.receive_batch, canary.pk, "b", "B", rng.normal(104, 10, 3000).tolist())
+
+
+def test_rejection_is_emailed_once(committed: Any, ci_user: Any) -> None:
+    canary = services.create_canary("play <b>", bad="higher", unit="ms",
+                                    owners=["owner@example.com", "ci@example.com"])
+    services.subscribe(canary, "ci@example.com", ci_user)
+    committed(services.receive_batch, canary.pk, "a0", "A", [1.0, 2.0, 3.0])
+    assert mail.outbox == []  # nothing before the decision
+    _reject(committed, canary)
+    assert sorted(m.to[0] for m in mail.outbox) == ["ci@example.com", "owner@example.com"]
+    message = mail.outbox[0]
+    assert message.subject == "[deviations] canary play <b>: regression"
+    assert "the median rose by at least" in message.body
+    assert f"/canaries/{canary.pk}/" in message.body
+    assert "no more observations unless someone continues it" in message.body
+    assert message.extra_headers["List-Unsubscribe"].startswith("<http")
+    assert notify.notify_rejection(canary.pk) == 0  # claimed: never twice
+    assert len(mail.outbox) == 2
+    assert SentAlert.objects.filter(subject=f"canary:{canary.pk}:reject").count() == 2
+
+
+def test_unsubscribed_owner_gets_nothing(committed: Any, client: Client) -> None:
+    canary = services.create_canary("play", bad="higher", owners=["owner@example.com"])
+    link = notify.alerts.unsubscribe_url("owner@example.com", notify.TARGET, str(canary.pk))
+    path = link.split("://", 1)[1].split("/", 1)[1]
+    assert client.post("/" + path).status_code == 200
+    assert notify.recipients(canary) == []
+    _reject(committed, canary)
+    assert mail.outbox == []
+
+
+def test_no_email_without_a_rejection(committed: Any) -> None:
+    canary = services.create_canary("play", bad="higher", owners=["owner@example.com"])
+    committed(services.receive_batch, canary.pk, "a", "A", [1.0, 2.0])
+    assert notify.notify_rejection(canary.pk) == 0
+    assert mail.outbox == []
+
+
+def test_sweeper_sends_a_lost_rejection_email(committed: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(tasks, "enqueue", lambda task, *args: None)  # the message is lost
+    canary = services.create_canary("play", bad="higher", owners=["owner@example.com"])
+    _reject(committed, canary)
+    assert mail.outbox == []
+    CanaryState.objects.filter(canary=canary).update(
+        decided_at=timezone.now() - timedelta(minutes=5))
+    monkeypatch.undo()
+    assert tasks.update_stale_canaries() == []
+    assert [m.to for m in mail.outbox] == [["owner@example.com"]]
+    tasks.update_stale_canaries()
+    assert len(mail.outbox) == 1

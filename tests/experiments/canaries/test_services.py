@@ -1,0 +1,239 @@
+"""Canary services and the incremental state: batches atomic and idempotent by id, count
+metrics through waiting times, the state updated incrementally and equal to one test over
+all the data, restored from a checkpoint after a cold start, stopping once decided."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from deviations.core.errors import UserError
+from deviations.core.packing import unpack
+from deviations.experiments.canaries import selectors, services, state
+from deviations.experiments.canaries.models import (
+    Canary,
+    CanaryBatch,
+    CanaryCheckpoint,
+    CanaryPoint,
+    CanaryState,
+)
+from deviations.stats.sequential import SequentialTest, inter_arrival_times
+
+pytestmark = pytest.mark.django_db
+
+
+def _canary(**kw: Any) -> Canary:
+    return services.create_canary(kw.pop("name", "play"), bad=kw.pop("bad", "higher"), **kw)
+
+
+def _state(canary: Canary) -> CanaryState:
+    return CanaryState.objects.get(canary=canary)
+
+
+@pytest.mark.parametrize(("field", "kwargs", "message"), [
+    ("name", {"name": " "}, "name"),
+    ("bad", {"bad": "worse"}, "bad"),
+    ("alpha", {"alpha": 0.7}, "alpha"),
+    ("tau", {"tau": 1.5}, "tau"),
+    ("quantile", {"quantile": 1.0}, "quantile"),
+    ("min_effect", {"min_effect": -1.0}, "min_effect"),
+    ("owners", {"owners": ["not-an-address"]}, "owners"),
+])
+def test_create_refuses_bad_fields(field: str, kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        _canary(**kwargs)
+    assert not Canary.objects.exists()
+
+
+def test_a_bad_batch_is_refused_whole(committed: Any) -> None:
+    canary = _canary()
+    for values, message in [
+        ([1.0, float("nan")], r"values\[1\]: not a finite number"),
+        ([1.0, "2"], r"values\[1\]: '2' is not a number"),
+        ([1.0, True], r"values\[1\]"),
+        ("1,2", "a list of numbers"),
+        (None, "values: required"),
+    ]:
+        with pytest.raises(UserError, match=message):
+            committed(services.receive_batch, canary.pk, "b1", "A", values)
+    with pytest.raises(UserError, match="arm"):
+        services.receive_batch(canary.pk, "b1", "C", [1.0])
+    with pytest.raises(UserError, match="batch"):
+        services.receive_batch(canary.pk, "", "A", [1.0])
+    with pytest.raises(UserError, match="at most"):
+        services.receive_batch(canary.pk, "big", "A", [1.0] * (services.MAX_BATCH + 1))
+    with pytest.raises(UserError, match="no canary"):
+        services.receive_batch(canary.pk + 1, "b1", "A", [1.0])
+    assert not CanaryBatch.objects.exists()
+    assert Canary.objects.get(pk=canary.pk).batches_received == 0
+
+
+def test_batches_are_idempotent_by_id(committed: Any) -> None:
+    canary = _canary()
+    first = committed(services.receive_batch, canary.pk, "ci-1", "A", [1.0, 2.0])
+    again = committed(services.receive_batch, canary.pk, "ci-1", "A", [1.0, 2.0])
+    assert (first.seq, first.duplicate) == (1, False)
+    assert (again.seq, again.duplicate) == (1, True)
+    with pytest.raises(services.ConflictError, match="already received with other data"):
+        services.receive_batch(canary.pk, "ci-1", "A", [1.0, 3.0])
+    with pytest.raises(services.ConflictError):
+        services.receive_batch(canary.pk, "ci-1", "B", [1.0, 2.0])
+    assert CanaryBatch.objects.count() == 1
+    assert _state(canary).n_a == 2
+
+
+def test_state_is_incremental_and_equals_one_test_on_all_data(committed: Any) -> None:
+    canary = _canary(tau=None)
+    rng = np.random.default_rng(3)
+    a, b = rng.gamma(10, 10, 3000), rng.gamma(10, 10, 3000)
+    reference = SequentialTest("equal")
+    for i in range(6):
+        part = slice(i * 500, (i + 1) * 500)
+        committed(services.receive_batch, canary.pk, f"a{i}", "A", a[part].tolist())
+        committed(services.receive_batch, canary.pk, f"b{i}", "B", b[part].tolist())
+        reference.update(a[part], [])
+        reference.update([], b[part])
+    st = _state(canary)
+    assert (st.applied_seq, st.n_a, st.n_b) == (12, 3000, 3000)
+    assert st.p_value == pytest.approx(reference.p_value, rel=1e-12)
+    assert st.statistic == pytest.approx(reference.statistic)
+    assert st.decision == reference.decision == "continue"
+    assert CanaryPoint.objects.filter(canary=canary).count() == 12
+    # applying again changes nothing
+    assert state.apply_pending(canary.pk) == state.NOTHING
+    assert _state(canary).updated == st.updated
+    bands = reference.quantile_bands(state.grid_for(canary))
+    np.testing.assert_allclose(st.summary["diff"]["estimate"], bands.diff.estimate)
+
+
+def test_a_cold_worker_restores_from_the_checkpoint(committed: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr(state, "CHECKPOINT_MIN", 1000)
+    canary = _canary(tau=0.05)
+    rng = np.random.default_rng(4)
+    warm = SequentialTest("equal", tau=0.05)
+    for i in range(13):
+        values = rng.normal(0, 1, 400)
+        arm = "AB"[i % 2]
+        committed(services.receive_batch, canary.pk, f"x{i}", arm, values.tolist())
+        warm.update(values if arm == "A" else [], values if arm == "B" else [])
+        if i == 7:
+            state.forget_cache()
+    checkpoint = CanaryCheckpoint.objects.get(canary=canary)
+    assert checkpoint.seq == 12  # at 1,200, 2,400 and 4,800 observations
+    assert int(unpack(checkpoint.counts_a, np.dtype("<i8")).sum()) == checkpoint.n_a
+    st = _state(canary)
+    assert (st.n_a, st.n_b) == (warm.n_a, warm.n_b)
+    assert st.p_value == pytest.approx(warm.p_value, rel=1e-12)
+    assert st.decision == warm.decision
+    # a cold restore reproduces the cached test exactly
+    cached = state._cache[canary.pk][1]
+    state.forget_cache()
+    restored = state._restore(canary, st)
+    assert restored.same_state(cached)
+    assert restored.p_value == cached.p_value
+
+
+def test_count_metric_is_tested_through_waiting_times(committed: Any) -> None:
+    canary = _canary(count=True, bad="lower")  # play starts: fewer is bad
+    rng = np.random.default_rng(5)
+    t_a = np.cumsum(rng.exponential(1.0, 4000))
+    t_b = np.cumsum(rng.exponential(1.6, 4000))  # B starts fewer plays: longer waits
+    for i in range(8):
+        part = slice(i * 500, (i + 1) * 500)
+        committed(services.receive_batch, canary.pk, f"a{i}", "A", None, t_a[part].tolist())
+        committed(services.receive_batch, canary.pk, f"b{i}", "B", None, t_b[part].tolist())
+        if _state(canary).decision != "continue":
+            break
+    sent = (i + 1) * 500
+    waits = np.concatenate([unpack(v) for v in CanaryBatch.objects.filter(
+        canary=canary, arm="A").order_by("seq").values_list("values", flat=True)])
+    np.testing.assert_allclose(waits, inter_arrival_times(t_a[:sent]))
+    st = _state(canary)
+    assert st.n_a == sent - 1  # the first event only starts the clock
+    assert st.decision == "reject"
+    assert st.headline == "regression"
+    services.continue_canary(canary)
+    with pytest.raises(UserError, match="precedes the last event"):
+        services.receive_batch(canary.pk, "late", "A", None, [1.0])
+    with pytest.raises(UserError, match="timestamps"):
+        services.receive_batch(canary.pk, "vals", "A", [1.0])
+
+
+@pytest.mark.parametrize(("bad", "count", "b_larger", "headline"), [
+    ("higher", False, True, "regression"),
+    ("higher", False, False, "improvement"),
+    ("lower", False, True, "improvement"),
+    ("lower", False, False, "regression"),
+    ("any", False, False, "regression"),
+    ("lower", True, True, "regression"),  # longer waits: fewer events
+    ("higher", True, True, "improvement"),
+])
+def test_headline_follows_the_bad_direction(bad: str, count: bool, b_larger: bool,
+                                            headline: str) -> None:
+    canary = Canary(bad=bad, count=count)
+    assert state.headline_for(canary, "reject", b_larger) == headline
+    assert state.headline_for(canary, "accept", b_larger) == "no_difference"
+    assert state.headline_for(canary, "continue", b_larger) == "keep_going"
+
+
+def test_decided_canary_takes_no_more_until_continued(committed: Any) -> None:
+    canary = _canary(bad="lower")
+    rng = np.random.default_rng(6)
+    committed(services.receive_batch, canary.pk, "a", "A", rng.normal(10, 1, 3000).tolist())
+    committed(services.receive_batch, canary.pk, "b", "B", rng.normal(9, 1, 3000).tolist())
+    st = _state(canary)
+    assert (st.decision, st.headline) == ("reject", "regression")
+    assert (st.decided_n_a, st.decided_n_b) == (3000, 3000)
+    with pytest.raises(services.DecidedError, match="continue it first"):
+        services.receive_batch(canary.pk, "c", "A", [10.0])
+    services.continue_canary(canary)
+    committed(services.receive_batch, canary.pk, "c", "A", [10.0])
+    st = _state(canary)
+    assert st.n_a == 3001
+    assert (st.decision, st.decided_n_a) == ("reject", 3000)  # the decision stays
+
+
+def test_tolerance_accepts_no_difference(committed: Any) -> None:
+    canary = _canary(tau=0.3)
+    rng = np.random.default_rng(7)
+    n = selectors.samples_bound(canary)
+    assert n is not None
+    committed(services.receive_batch, canary.pk, "a", "A", rng.normal(0, 1, n).tolist())
+    committed(services.receive_batch, canary.pk, "b", "B", rng.normal(0, 1, n).tolist())
+    st = _state(canary)
+    assert (st.decision, st.headline) == ("accept", "no_difference")
+
+
+def test_sign_test_method_decides_sooner_on_a_shift(committed: Any) -> None:
+    """The same Gamma(10, 10) against Gamma(10, 11) batches to a canary of each method."""
+    rng = np.random.default_rng(15)
+    a, b = rng.gamma(10, 10, 5000), rng.gamma(10, 11, 5000)
+    decided = {}
+    for method in ("dkw", "signs"):
+        canary = _canary(name=method, method=method)
+        for i in range(50):
+            part = slice(i * 100, (i + 1) * 100)
+            committed(services.receive_batch, canary.pk, f"a{i}", "A", a[part].tolist())
+            committed(services.receive_batch, canary.pk, f"b{i}", "B", b[part].tolist())
+            if _state(canary).decision != "continue":
+                break
+        st = _state(canary)
+        assert (st.decision, st.headline) == ("reject", "regression")
+        decided[method] = st.decided_n_a
+        points = list(CanaryPoint.objects.filter(canary=canary).values_list(
+            "p_value", flat=True))
+        assert points == sorted(points, reverse=True)  # running minimum
+    assert decided["signs"] < decided["dkw"]
+    view = selectors.canary_view(Canary.objects.get(name="signs"))
+    assert view["words"][0].startswith("B's values are larger than A's in ")
+    assert "sign test" in view["words"][0]
+    # a cold worker restores both tests (the sign test from the stored state)
+    canary = Canary.objects.get(name="signs")
+    services.continue_canary(canary)
+    state.forget_cache()
+    committed(services.receive_batch, canary.pk, "more", "A", a[:100].tolist())
+    assert _state(canary).n_a == decided["signs"] + 100
+    with pytest.raises(UserError, match="tau"):
+        _canary(method="signs", tau=0.1)
