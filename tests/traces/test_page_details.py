@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from deviations.traces import charts
-from deviations.traces.models import Function, Run
+from deviations.traces.models import Function, Run, Series
 from ingest.runs import register_run
 from ingest.services import ThreadOptions, get_release
 from tests.conftest import renderer_events
@@ -34,6 +34,9 @@ def two_releases(tmp_path: Path, paint_us: tuple[int, int] = (100, 300)) -> None
             files.append(str(path))
         call_command("ingest_traces", "--series", "small", "--release", version, *files,
                      stdout=io.StringIO())
+        # Two releases: the rule that can flag them (the recommended one needs more) and
+        # links without a rule parameter (it is the series' default).
+        Series.objects.filter(name="small").update(default_rule="paper")
 
 
 def test_run_page_shows_the_summary_as_a_table_and_no_error(client: Client, tmp_path) -> None:
