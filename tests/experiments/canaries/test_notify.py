@@ -12,7 +12,8 @@ from django.core import mail
 from django.test import Client
 from django.utils import timezone
 
-from deviations.alerts.models import SentAlert
+from deviations.alerts.models import Alert, AlertGroup, SentAlert
+from deviations.alerts.notify import notify_due_groups
 from deviations.experiments.canaries import notify, services, tasks
 from deviations.experiments.canaries.models import Canary, CanaryState
 
@@ -42,6 +43,25 @@ def test_rejection_is_emailed_once(committed: Any, ci_user: Any) -> None:
     assert notify.notify_rejection(canary.pk) == 0  # claimed: never twice
     assert len(mail.outbox) == 2
     assert SentAlert.objects.filter(subject=f"canary:{canary.pk}:reject").count() == 2
+
+
+def test_the_rejection_is_an_alert_of_the_shared_model(committed: Any, client: Client) -> None:
+    """Listed and triaged with every detector's alerts; emailed once, by the canary."""
+    canary = services.create_canary("play <b>", bad="higher", unit="ms",
+                                    owners=["owner@example.com"])
+    _reject(committed, canary)
+    alert = Alert.objects.get(detector=Alert.CANARY)
+    assert (alert.canary, alert.subject, alert.direction) == (
+        str(canary.pk), "play <b>", Alert.REGRESSION)
+    assert alert.effect_lo is not None and alert.effect_lo > 0  # the median rose
+    assert alert.explanation.startswith("canary play <b>: regression. ")
+    notify.notify_rejection(canary.pk)  # a second recording: still one alert
+    assert Alert.objects.filter(detector=Alert.CANARY).count() == 1
+    page = client.get("/alerts/?detector=canary").content.decode()
+    assert page.count("data-group=") == AlertGroup.objects.filter(detector="canary").count() == 1
+    assert "play &lt;b&gt;" in page and "play <b>" not in page
+    assert notify_due_groups() == 0  # the alerts notifier sends nothing more
+    assert len(mail.outbox) == 1
 
 
 def test_unsubscribed_owner_gets_nothing(committed: Any, client: Client) -> None:
