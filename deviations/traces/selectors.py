@@ -7,14 +7,22 @@ from typing import Any
 import numpy as np
 from django.db.models import Count, Q
 
+from deviations.core.db import batches
 from deviations.stats.intervals import MIN_RUNS, median_ci
 from deviations.stats.releases import IMPROVEMENT, NO_VERDICT, REGRESSION, verdict_name
 from deviations.traces.models import Function, Release, Run, RunTimes, Series
 from deviations.traces.store import binary_values, generation, read_analysis
 
 
-def function_names(series: Series) -> dict[int, str]:
-    return dict(Function.objects.filter(series=series).values_list("id", "name"))
+def function_names(series: Series, ids: Any = None) -> dict[int, str]:
+    """Names by id of the series' functions, or of those ``ids`` only (batched queries)."""
+    functions = Function.objects.filter(series=series)
+    if ids is None:
+        return dict(functions.values_list("id", "name"))
+    names: dict[int, str] = {}
+    for chunk in batches([int(i) for i in ids]):
+        names.update(functions.filter(id__in=chunk).values_list("id", "name"))
+    return names
 
 
 def done_runs(series: Series, release: Release | None = None) -> Any:
@@ -57,17 +65,18 @@ def release_times(release: Release) -> tuple[list[int], Any, Any, Any, list[Run]
     """Function ids and (functions × runs) matrices of self time, total time and calls.
 
     A function absent from a run was not called in it: its times are 0 there, not missing.
+    Runs are scattered into the matrices by a sorted search, not a dictionary per function
+    (a release of a million functions: seconds otherwise).
     """
     runs = list(done_runs(release.series, release))
     packed = [run.times.arrays() for run in runs]
-    ids = sorted({int(i) for arrays in packed for i in arrays[0]})
-    row = {fid: k for k, fid in enumerate(ids)}
+    ids = np.unique(np.concatenate([a[0] for a in packed])) if packed else np.empty(0, int)
     shape = (len(ids), len(runs))
     self_us, total_us, calls = np.zeros(shape), np.zeros(shape), np.zeros(shape, dtype=np.int64)
     for j, (fids, s, t, c) in enumerate(packed):
-        rows = np.fromiter((row[int(f)] for f in fids), dtype=np.int64, count=len(fids))
+        rows = np.searchsorted(ids, fids)
         self_us[rows, j], total_us[rows, j], calls[rows, j] = s, t, c
-    return ids, self_us, total_us, calls, runs
+    return ids.tolist(), self_us, total_us, calls, runs
 
 
 def release_function_table(release: Release, limit: int = 100) -> list[dict[str, Any]]:
@@ -75,9 +84,10 @@ def release_function_table(release: Release, limit: int = 100) -> list[dict[str,
     ids, self_us, total_us, calls, runs = release_times(release)
     if not runs:
         return []
-    names = dict(Function.objects.filter(id__in=ids).values_list("id", "name"))
     med_self = np.median(self_us, axis=1)
     order = np.argsort(-med_self, kind="stable")[:limit]
+    names = dict(Function.objects.filter(id__in=[ids[k] for k in order])
+                 .values_list("id", "name"))  # the shown ones only
     return [
         {
             "id": ids[k],
@@ -346,12 +356,13 @@ def release_changes(release: Release, metric: str, estimator: str, rule: str) ->
         return empty
     p = int(where[0]) - 1
     versions = release_versions(found["release_ids"][p : p + 2])
-    names = function_names(release.series)
     verdict = found["verdict"][:, p]
     with np.errstate(invalid="ignore", divide="ignore"):
         relative = np.abs(found["gap"][:, p]) / np.abs(found["estimate"][:, p])
     rows = []
-    for f in np.flatnonzero((verdict == REGRESSION) | (verdict == IMPROVEMENT)):
+    deviating = np.flatnonzero((verdict == REGRESSION) | (verdict == IMPROVEMENT))
+    names = function_names(release.series, found["function_ids"][deviating])
+    for f in deviating:
         rows.append({
             "function": names[int(found["function_ids"][f])],
             "function_id": int(found["function_ids"][f]),
