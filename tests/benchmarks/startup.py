@@ -2,13 +2,15 @@
 
 Run from the project root::
 
-    python -m tests.benchmarks.startup [--repeat 9]
+    python -m tests.benchmarks.startup [--repeat 9] [--other DIR]
 
 Each command runs ``--repeat`` times, the commands alternating so that all see the same
 machine; a run is the wall time of a fresh process (``subprocess.run``). Printed: the
 median (and min, max) of each, then ``ingest_help_s=<median>`` with its ratios to
 ``python -c pass`` and to ``python -c "import django"``. The target (issue 14) is
 ``ingest_help_s <= 0.35``. ``-X importtime`` of the command shows where the rest goes.
+``--other DIR`` also times ``DIR/manage.py ingest_traces --help`` in the same run (e.g. a
+``git archive`` of an earlier commit: before and after side by side).
 """
 
 from __future__ import annotations
@@ -36,13 +38,19 @@ COMMANDS = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--other", type=Path, help="another checkout to time beside this one")
     args = parser.parse_args()
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="deviations.settings")
-    samples: dict[str, list[float]] = {name: [] for name in COMMANDS}
+    commands = {name: (command, PROJECT_ROOT) for name, command in COMMANDS.items()}
+    if args.other:
+        commands[f"{args.other}: ingest_traces --help"] = (
+            [sys.executable, "manage.py", "ingest_traces", "--help"], args.other.resolve()
+        )
+    samples: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(args.repeat):
-        for name, command in COMMANDS.items():
+        for name, (command, cwd) in commands.items():
             start = time.perf_counter()
-            subprocess.run(command, cwd=PROJECT_ROOT, env=env, check=True,  # noqa: S603
+            subprocess.run(command, cwd=cwd, env=env, check=True,  # noqa: S603
                            stdout=subprocess.DEVNULL)
             samples[name].append(time.perf_counter() - start)
     medians = {name: statistics.median(values) for name, values in samples.items()}
