@@ -195,3 +195,10 @@ def matrix_slice(series: Series, query: MatrixQuery) -> MatrixSlice | None:
 def cell_rows(view: MatrixSlice) -> Iterator[dict[str, Any]]:
     """The shown cells with a verdict, as export rows (µs; DESIGN's deviations fields)."""
     return selectors.deviation_cells(view.function_names, view.releases, view.arrays)
+
+
+def cells_json(view: MatrixSlice | None) -> bytes:
+    """``cell_rows`` as a JSON array (``[]`` before any analysis)."""
+    if view is None:
+        return b"[]"
+    return selectors.deviation_cells_json(view.function_names, view.releases, view.arrays)

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from deviations.core.tables import write_csv
 from deviations.traces import charts, selectors
-from deviations.traces.matrix import MatrixQuery, cell_rows, matrix_slice
+from deviations.traces.matrix import MatrixQuery, cell_rows, cells_json, matrix_slice
 from deviations.traces.models import Function, Release, Run, Series
 
 SERIES_FIELDS = ["series", "releases", "runs", "latest_from", "latest_to", "regressions",
@@ -64,7 +64,9 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
     query = MatrixQuery.from_params(request.GET)
     view = matrix_slice(series, query)
     fmt = request.GET.get("format")
-    if fmt in ("csv", "json"):
+    if fmt == "json":
+        return HttpResponse(cells_json(view), content_type="application/json")
+    if fmt == "csv":
         rows = cell_rows(view) if view is not None else []
         return _table_response(rows, DEVIATION_FIELDS, fmt, f"{series.name}-deviations")
     figure, table = None, []
@@ -101,8 +103,7 @@ def matrix_json(request: HttpRequest, name: str) -> HttpResponse:
     """The cells the matrix page shows with the same controls, as JSON."""
     series = get_object_or_404(Series, name=name)
     view = matrix_slice(series, MatrixQuery.from_params(request.GET))
-    return _table_response(cell_rows(view) if view is not None else [], DEVIATION_FIELDS,
-                           "json", "")
+    return HttpResponse(cells_json(view), content_type="application/json")
 
 
 def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpResponse:
