@@ -3,7 +3,7 @@
 A read-only selector: it picks rows (functions) and columns (releases) of the stored
 matrices of one (metric, estimator, rule), filters, sorts and pages them. Nothing is
 recomputed here; the statistics were stored by ``deviations.analysis``. What a page
-assembles from the stored analysis (its arrays, names, versions, and the ranking of each
+assembles from the stored analysis (its arrays, function names, and the ranking of each
 release range) is kept per (series, generation, view) in ``deviations.core.memo``: the
 next page, filter or sort of the same analysis reads nothing but the generation.
 """
@@ -104,7 +104,6 @@ class _Assembled:
     read it; ``ranks`` fills per release range (first, last column) as they are asked."""
 
     found: dict[str, np.ndarray]  # read-only
-    versions: list[str]
     names: list[str]
     folded: list[str]  # casefolded names: search and sort by name
     ranks: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]
@@ -124,8 +123,7 @@ def _assembled(series: Series, query: MatrixQuery) -> _Assembled | None:
         names_by_id = selectors.function_names(series)
         names = [names_by_id[i] for i in found["function_ids"].tolist()]
         size += 2 * sum(len(n) + 60 for n in names)
-        assembled = _Assembled(found, selectors.release_versions(found["release_ids"]),
-                               names, [n.casefold() for n in names], {})
+        assembled = _Assembled(found, names, [n.casefold() for n in names], {})
         return assembled, size
 
     return memo.remembered(("matrix", series.pk, generation, *view), make)
@@ -148,7 +146,10 @@ def matrix_slice(series: Series, query: MatrixQuery) -> MatrixSlice | None:
     assembled = _assembled(series, query)
     if assembled is None:
         return None
-    found, versions, names = assembled.found, assembled.versions, assembled.names
+    found, names = assembled.found, assembled.names
+    # Versions are read each time (one small query): a release renamed in the admin shows
+    # at once. A function renamed there shows with the next analysis.
+    versions = selectors.release_versions(found["release_ids"])
     start = versions.index(query.first) if query.first in versions else 0
     stop = versions.index(query.last) + 1 if query.last in versions else len(versions)
     if stop - start < 2:
