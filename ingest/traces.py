@@ -902,8 +902,10 @@ def _decode_in_pieces(data: bytes | bytearray) -> _Columns | None:
         return None
     lead = 3 if data[:3] == _UTF8_BOM else 0
     found = _ARRAY_START.match(data, lead)
-    last = len(data.rstrip(_WHITESPACE)) - 1
-    if found is None or last < 0:
+    last = n - 1  # not data.rstrip(): that would copy the whole file
+    while last > 0 and n - last < 4096 and data[last] in _WHITESPACE:
+        last -= 1
+    if found is None:
         return None
     in_object = found.group(0).rstrip(b"[ \t\r\n") != b""
     if data[last] != (ord("}") if in_object else ord("]")):
