@@ -385,7 +385,11 @@ def _store(run: Run, result: FunctionTimes) -> None:
         if locked.status != Run.PENDING:
             return  # finished by another worker after a stale claim
         ids = _function_ids(run.series, result.names)
-        RunTimes.pack(locked, ids, result.self_us, result.total_us, result.calls).save()
+        # force_insert: a pending run has no times; a plain save() would first send the
+        # arrays in an UPDATE that matches nothing (32 MB for a million functions).
+        RunTimes.pack(locked, ids, result.self_us, result.total_us, result.calls).save(
+            force_insert=True
+        )
         locked.status = Run.DONE
         locked.summary = result.summary.to_dict()
         locked.finished = timezone.now()

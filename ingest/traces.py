@@ -56,8 +56,9 @@ their kind; every other key is skipped without building it. A file larger than
 ``_PIECE_BYTES`` (32 MB) is decoded in pieces of its event array, each turned into numpy
 columns before the next is decoded (``_decode_in_pieces``), so the decoded objects of the
 whole file (~2x its size) never exist at once: the peak is the file plus ~0.4x, at the
-same speed. As no ``msgspec.Raw`` is kept, the input buffer is freed right after decoding. Traces the tagged union refuses (an
-unknown or missing ``"ph"``, string pids or tids) are decoded again by a plain ``Struct``
+same speed. As no ``msgspec.Raw`` is kept, the input buffer is freed right after
+decoding. Traces the tagged union refuses (an unknown or missing ``"ph"``, string pids or
+tids) are decoded again, whole, by a plain ``Struct``
 (slower, ~30% more memory), which also gives the error messages. The events then become
 numpy columns (one C-level ``map`` per field) and are freed; all the nesting is vectorised
 (stable sorts, cumulative sums, ``searchsorted``, ``bincount``, no Python loop over events
