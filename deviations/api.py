@@ -6,8 +6,13 @@ document and interactive docs at /api/docs. Every ``UserError`` a service or par
 raises becomes ``{"detail": "<message>"}`` with its status (400, 413) here, in one place.
 """
 
+import json
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse
-from ninja import NinjaAPI
+from django.shortcuts import render
+from ninja import NinjaAPI, Swagger
+from ninja.openapi.docs import _csrf_needed
 
 from deviations.alerts.api import alerts_router
 from deviations.alerts.api import router as subscriptions_router
@@ -17,6 +22,19 @@ from deviations.experiments.canaries.api import router as canaries_router
 from deviations.histograms.api import router as histograms_router
 from deviations.traces.api import router as traces_router
 
+
+class LocalSwagger(Swagger):
+    """Swagger UI from ninja's own template and static files (in settings' template and
+    static folders), as ninja renders it when listed in INSTALLED_APPS, which the project
+    avoids: the app would import ninja and pydantic at every Django start (settings)."""
+
+    def render_page(self, request: HttpRequest, api: Any, **kwargs: Any) -> HttpResponse:
+        self.settings["url"] = self.get_openapi_url(api, kwargs)
+        context = {"swagger_settings": json.dumps(self.settings, indent=1), "api": api,
+                   "add_csrf": _csrf_needed(api)}
+        return render(request, self.template, context)
+
+
 api = NinjaAPI(
     title="deviations API",
     version="1",
@@ -25,6 +43,7 @@ api = NinjaAPI(
         "changes; triage and subscribe. Writes need `Authorization: Bearer <token>`."
     ),
     urls_namespace="api",
+    docs=LocalSwagger(),
 )
 
 

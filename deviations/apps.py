@@ -6,12 +6,12 @@ class CoreConfig(AppConfig):
     verbose_name = "Deviations"
 
     def ready(self) -> None:
-        # Load the Celery app so that @shared_task binds to it in every Django process
-        # (kept out of deviations/__init__.py so that deviations.stats stays Django-free).
-        from deviations import celery  # noqa: F401
+        # The Celery app is loaded when a task is first sent (deviations.core.queue), and
+        # only ingest's signals are imported here, not its parsers: Django's start-up is
+        # every CLI call's (docs/architecture.md, "Start-up").
         from deviations.histograms import receivers as histogram_receivers
         from deviations.traces import receivers as trace_receivers
-        from ingest import services as ingest
+        from ingest import signals as ingest
 
         # What ingest stores, the features analyse: ingest itself imports no task of ours.
         ingest.run_stored.connect(

@@ -7,6 +7,7 @@ folder, Celery tasks executed in-process, email printed to the console. Setting
 changes (docs/architecture.md).
 """
 
+import importlib.util
 import os
 import secrets
 import time
@@ -87,6 +88,9 @@ DEVIATIONS_LOGIN_REQUIRED = env.bool("DEVIATIONS_LOGIN_REQUIRED", default=False)
 LOGIN_FAILURES_ALLOWED = env.int("DEVIATIONS_LOGIN_FAILURES", default=5)
 LOGIN_FAILURE_WINDOW = env.int("DEVIATIONS_LOGIN_WINDOW_SECONDS", default=15 * 60)
 
+# django-ninja's folder, found without importing it: its templates and static files.
+NINJA_DIR = Path(importlib.util.find_spec("ninja").origin).parent  # type: ignore[union-attr,arg-type]
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -94,9 +98,10 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
-    # Listed so that /api/docs serves the Swagger UI that django-ninja ships, from our own
-    # static files (without it, ninja loads it from a CDN: a blank page offline).
-    "ninja",
+    # Not "ninja": as an app it is imported with pydantic whenever Django starts (~0.25 s
+    # of every CLI call). /api/docs serves the Swagger UI that django-ninja ships from our
+    # own static files all the same (NINJA_DIR below, deviations.api.LocalSwagger; without
+    # them ninja loads it from a CDN: a blank page offline).
     "deviations.apps.CoreConfig",
     "ingest.apps.IngestConfig",
 ]
@@ -119,7 +124,7 @@ WSGI_APPLICATION = "deviations.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [BASE_DIR / "templates", NINJA_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -157,7 +162,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = env.path("DJANGO_STATIC_ROOT", default=BASE_DIR / "staticfiles")
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [BASE_DIR / "static", NINJA_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
@@ -189,6 +194,9 @@ FILE_UPLOAD_HANDLERS = [
 ]
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024**2
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024**2
+# Pages keep the arrays they assembled from a stored analysis, per process, up to this many
+# MB (deviations.core.memo; one view of 300 releases × 5,000 functions is ~100 MB); 0: off.
+DEVIATIONS_PAGE_CACHE_MB = env.int("DEVIATIONS_PAGE_CACHE_MB", default=256)
 
 # --- Celery -------------------------------------------------------------------------------
 # Without a broker, tasks run in-process, synchronously, when they are sent: the embedded

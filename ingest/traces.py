@@ -49,12 +49,16 @@ Decisions
 
 Speed and memory: the trade-off
 -------------------------------
-The whole (decompressed) file is read and decoded in one call by ``msgspec`` into a union
-of ``Struct`` types tagged by ``"ph"``: B/E/X events keep only ``name``, ``pid``, ``tid``,
+The whole (decompressed) file is read and decoded by ``msgspec`` into a union of
+``Struct`` types tagged by ``"ph"``: B/E/X events keep only ``name``, ``pid``, ``tid``,
 ``ts`` (and ``dur``), M events also ``args``, and the events of other phases nothing but
-their kind; every other key is skipped without building it. As no ``msgspec.Raw`` is kept,
-the input buffer is freed right after decoding. Traces the tagged union refuses (an
-unknown or missing ``"ph"``, string pids or tids) are decoded again by a plain ``Struct``
+their kind; every other key is skipped without building it. A file larger than
+``_PIECE_BYTES`` (32 MB) is decoded in pieces of its event array, each turned into numpy
+columns before the next is decoded (``_decode_in_pieces``), so the decoded objects of the
+whole file (~2x its size) never exist at once: the peak is the file plus ~0.4x, at the
+same speed. As no ``msgspec.Raw`` is kept, the input buffer is freed right after
+decoding. Traces the tagged union refuses (an unknown or missing ``"ph"``, string pids or
+tids) are decoded again, whole, by a plain ``Struct``
 (slower, ~30% more memory), which also gives the error messages. The events then become
 numpy columns (one C-level ``map`` per field) and are freed; all the nesting is vectorised
 (stable sorts, cumulative sums, ``searchsorted``, ``bincount``, no Python loop over events
@@ -66,7 +70,7 @@ Alternatives: ``json.load`` needs ~6.6x the file size and is the slowest (measur
 ijson streaming keeps memory flat but parses at about half ``json.load``'s speed (the
 issue's figure, not pursued); a plain msgspec ``Struct`` with ``args`` as ``msgspec.Raw``
 keeps the buffer alive (measured 4.6x at the peak, over the 4x budget); the tagged union
-decodes as fast or faster and peaks at ~3x (measured).
+decodes as fast or faster and peaks at ~3x decoded whole, ~1.4x in pieces (measured).
 The measured speed and memory of each choice: docs/architecture.md, "Trace parsing".
 """
 
@@ -74,7 +78,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections import Counter
+import re
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from itertools import count, repeat
 from operator import attrgetter
@@ -326,19 +331,22 @@ def _parse(
 ) -> FunctionTimes:
     counts = _Counts()
     data = reading.read_bounded(source, name, max_bytes, TraceError)
-    events, tagged = _decode(data, name, counts)
-    del data  # freed now on the fast path (the slow path's msgspec.Raw args keep it alive)
-    n = len(events)
+    columns = _decode_in_pieces(data)
+    if columns is None:  # the whole file at once: the slow path, and every error message
+        events, tagged = _decode(data, name, counts)
+        del data  # freed now on the fast path (the slow path's Raw args keep it alive)
+        columns = _Columns(tagged)
+        columns.add(events)
+        del events
+    else:
+        del data
+    n = columns.n
     if n == 0:
         raise TraceError(f"{name}: the trace contains no events")
+    code, ts, dur, first, thread_of, thread_keys = columns.arrays()
+    unique_names, metas, unknown = list(columns.seen), columns.meta, columns.unknown
+    del columns
 
-    # Columns, one C-level pass each; then the decoded objects are freed.
-    if tagged:
-        code = np.fromiter(map(_KIND_CODE.__getitem__, map(type, events)), np.uint8, n)
-    else:
-        code = np.fromiter(
-            map(_PH_INDEX.get, map(_get_ph, events), repeat(_UNKNOWN_PH)), np.uint8, n
-        )
     per_phase = np.bincount(code, minlength=_UNKNOWN_PH + 1)
     if per_phase[_NO_PH] == n:
         raise TraceError(
@@ -348,23 +356,11 @@ def _parse(
     ignored = {(ph or "?"): int(c) for ph, c in zip(_PHASES, per_phase.tolist(), strict=False) if c}
     for ph in ("B", "E", "X", "M"):
         ignored.pop(ph, None)
-    if per_phase[_UNKNOWN_PH]:
-        ignored.update(Counter(events[i].ph for i in np.flatnonzero(code == _UNKNOWN_PH)))
+    ignored.update(unknown)
     ignored = dict(sorted(ignored.items()))
 
-    proc_names, thread_names = _metadata(events, np.flatnonzero(code == _M))
-    thread_of, thread_keys = _thread_columns(events, tagged)
-    ts = np.fromiter(map(_get_ts, events), np.float64, n)
-    dur = np.full(n, np.nan)
-    x_at = np.flatnonzero(code == _X)
-    dur[x_at] = np.fromiter(map(_get_dur, map(events.__getitem__, x_at.tolist())), np.float64)
-    del x_at
-    # Names: setdefault keeps each name's first position; dict order is the order of first
-    # appearance, and the positions that are their own first occurrence number them densely.
-    seen: dict[str, int] = {}
-    first = np.fromiter(map(seen.setdefault, map(_get_name, events), count()), np.int64, n)
-    unique_names = list(seen)
-    del events, seen
+    proc_names, thread_names = _metadata(metas)
+    del metas
     is_first = first == np.arange(n)
     name_id = (np.cumsum(is_first) - 1)[first]
     del first, is_first
@@ -469,13 +465,10 @@ _KEY_BITS = 31
 
 
 def _thread_columns(
-    events: list[Any], int_ids: bool
+    pid: np.ndarray, tid: np.ndarray
 ) -> tuple[np.ndarray, list[tuple[int | str, int | str]]]:
-    """Each event's thread index, and the distinct (pid, tid) threads."""
-    n = len(events)
-    if int_ids:
-        pid = np.fromiter(map(_get_pid, events), np.int64, n)
-        tid = np.fromiter(map(_get_tid, events), np.int64, n)
+    """Each event's thread index, and the distinct (pid, tid) threads (integer ids)."""
+    if len(pid):
         small = pid.min() >= 0 and tid.min() >= 0 and max(pid.max(), tid.max()) < (1 << _KEY_BITS)
         if small:
             uniq, thread_of = _factorise((pid << _KEY_BITS) | tid)
@@ -488,16 +481,7 @@ def _thread_columns(
             p_list, t_list = pids.tolist(), tids.tolist()
             keys = [(p_list[k // len(tids)], t_list[k % len(tids)]) for k in uniq.tolist()]
         return thread_of, keys
-    seen: dict[tuple[int | str, int | str], int] = {}
-    first = np.fromiter(
-        map(
-            seen.setdefault, zip(map(_get_pid, events), map(_get_tid, events), strict=True), count()
-        ),
-        np.int64,
-        n,
-    )
-    is_first = first == np.arange(n)
-    return (np.cumsum(is_first) - 1)[first], list(seen)
+    return np.zeros(0, dtype=np.int64), []
 
 
 def _select_threads(
@@ -811,6 +795,155 @@ def _sweep_all(
 
 _WHITESPACE = b" \t\r\n"
 _UTF8_BOM = b"\xef\xbb\xbf"
+#: The fast path decodes the event array in pieces of about this many bytes, each turned
+#: into numpy columns before the next is decoded: the objects of the whole file (~2x its
+#: size) never exist at once, and the peak is the file plus ~0.4x (docs/architecture.md).
+_PIECE_BYTES = 32 << 20
+#: Attempts at a piece's end before the whole-file path takes over (a "},{" inside an
+#: event's args or a string is not an end between events: that piece fails to decode).
+_PIECE_TRIES = 8
+_ARRAY_START = re.compile(rb'[ \t\r\n]*(?:\[|\{[ \t\r\n]*"traceEvents"[ \t\r\n]*:[ \t\r\n]*\[)')
+
+
+class _Columns:
+    """The events as numpy columns, built from one list of decoded events or from pieces
+    (each piece's objects are freed before the next is decoded)."""
+
+    def __init__(self, tagged: bool) -> None:
+        self.tagged = tagged
+        self.n = 0
+        self.seen: dict[str, int] = {}  # name -> position of its first event
+        self.threads: dict[tuple[Any, Any], int] = {}  # slow path: (pid, tid) -> first
+        self.meta: list[Any] = []  # the M events
+        self.unknown: Counter[str] = Counter()  # slow path: events of unknown phases
+        self._parts: dict[str, list[np.ndarray]] = defaultdict(list)
+
+    def add(self, events: list[Any]) -> None:
+        """Append the columns of ``events`` (one C-level pass per field)."""
+        n, offset, parts = len(events), self.n, self._parts
+        if self.tagged:
+            code = np.fromiter(map(_KIND_CODE.__getitem__, map(type, events)), np.uint8, n)
+        else:
+            code = np.fromiter(
+                map(_PH_INDEX.get, map(_get_ph, events), repeat(_UNKNOWN_PH)), np.uint8, n
+            )
+            self.unknown.update(events[i].ph for i in np.flatnonzero(code == _UNKNOWN_PH))
+        self.meta += [events[i] for i in np.flatnonzero(code == _M).tolist()]
+        parts["code"].append(code)
+        parts["ts"].append(np.fromiter(map(_get_ts, events), np.float64, n))
+        dur = np.full(n, np.nan)
+        x_at = np.flatnonzero(code == _X)
+        dur[x_at] = np.fromiter(map(_get_dur, map(events.__getitem__, x_at.tolist())),
+                                np.float64, len(x_at))
+        parts["dur"].append(dur)
+        # setdefault keeps each name's first position; dict order is the order of first
+        # appearance, and the positions that are their own first occurrence number them.
+        parts["first"].append(np.fromiter(
+            map(self.seen.setdefault, map(_get_name, events), count(offset)), np.int64, n
+        ))
+        if self.tagged:
+            parts["pid"].append(np.fromiter(map(_get_pid, events), np.int64, n))
+            parts["tid"].append(np.fromiter(map(_get_tid, events), np.int64, n))
+        else:
+            pairs = zip(map(_get_pid, events), map(_get_tid, events), strict=True)
+            parts["thread"].append(
+                np.fromiter(map(self.threads.setdefault, pairs, count(offset)), np.int64, n)
+            )
+        self.n += n
+
+    def _take(self, key: str, dtype: type) -> np.ndarray:
+        parts = self._parts.pop(key, [])
+        if len(parts) == 1:
+            return parts[0]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                              list[tuple[int | str, int | str]]]:
+        """code, ts, dur, first (each event's name's first position), thread_of, threads."""
+        code, ts = self._take("code", np.uint8), self._take("ts", np.float64)
+        dur, first = self._take("dur", np.float64), self._take("first", np.int64)
+        if self.tagged:
+            thread_of, keys = _thread_columns(self._take("pid", np.int64),
+                                              self._take("tid", np.int64))
+        else:
+            thread_first = self._take("thread", np.int64)
+            is_first = thread_first == np.arange(self.n)
+            thread_of, keys = (np.cumsum(is_first) - 1)[thread_first], list(self.threads)
+        return code, ts, dur, first, thread_of, keys
+
+
+def _piece_end(data: bytes | bytearray, at: int) -> tuple[int, int] | None:
+    """The first ``}`` + ``,`` + whitespace + ``{`` at or after ``at``: (index of the
+    ``}``, index of the ``{``), or None when there is none."""
+    n = len(data)
+    while (j := data.find(b"},", at)) >= 0:
+        k = j + 2
+        while k < n and k - j < 64 and data[k] in _WHITESPACE:
+            k += 1
+        if k < n and data[k] == ord("{"):
+            return j, k
+        at = j + 1
+    return None
+
+
+def _decode_in_pieces(data: bytes | bytearray) -> _Columns | None:
+    """The fast path for a large trace: its event array decoded piece by piece with the
+    tagged union, each piece made columns before the next.
+
+    A piece ends at a ``},{`` (whitespace allowed after the comma); the bytes in between
+    are decoded as an array of their own. A ``},{`` inside an event (its args, a string)
+    leaves that piece's last event unfinished, which the decoder refuses, and the next
+    ``},{`` is tried. None (nothing kept) for a file of one piece, an object whose first
+    key is not ``traceEvents``, an array without its closing bracket, a piece the union
+    refuses or that will not decode: the whole-file path then takes the trace (the slow
+    path, the repair of an unclosed array, every error message).
+    """
+    n = len(data)
+    if n <= _PIECE_BYTES:
+        return None
+    lead = 3 if data[:3] == _UTF8_BOM else 0
+    found = _ARRAY_START.match(data, lead)
+    last = n - 1  # not data.rstrip(): that would copy the whole file
+    while last > 0 and n - last < 4096 and data[last] in _WHITESPACE:
+        last -= 1
+    if found is None:
+        return None
+    in_object = found.group(0).rstrip(b"[ \t\r\n") != b""
+    if data[last] != (ord("}") if in_object else ord("]")):
+        return None
+    whole_decoder = _DECODERS[(ord("{"), True)] if in_object else _DECODERS[(ord("["), True)]
+    piece_decoder = _DECODERS[(ord("["), True)]
+    view = memoryview(data)
+    columns = _Columns(tagged=True)
+    start = found.end()  # just after the array's "["
+    try:
+        while True:
+            end = _piece_end(data, start + _PIECE_BYTES)
+            for _ in range(_PIECE_TRIES):
+                if end is None:  # the rest of the file, closing bracket(s) included
+                    piece = bytearray(b'{"traceEvents":[' if in_object else b"[")
+                    piece += view[start:]
+                    events = whole_decoder.decode(piece)
+                    columns.add(events.traceEvents if in_object else events)
+                    return columns
+                piece = bytearray(b"[")
+                piece += view[start : end[0] + 1]
+                piece += b"]"
+                try:
+                    events = piece_decoder.decode(piece)
+                    break
+                except msgspec.DecodeError:  # a "},{" inside an event: the next one
+                    end = _piece_end(data, end[0] + 1)
+            else:
+                return None
+            del piece
+            columns.add(events)
+            del events
+            start = end[1]
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    finally:
+        view.release()
 
 
 def _decode(data: bytes | bytearray, name: str, counts: _Counts) -> tuple[list[Any], bool]:
@@ -879,13 +1012,12 @@ def _decode_events(view: bytes | bytearray | memoryview, lead: int, tagged: bool
 
 
 def _metadata(
-    events: list[Any], m_idx: np.ndarray
+    metas: list[Any],
 ) -> tuple[dict[int | str, str], dict[tuple[int | str, int | str], str]]:
     """process_name by pid and thread_name by (pid, tid), from the M events."""
     procs: dict[int | str, str] = {}
     threads: dict[tuple[int | str, int | str], str] = {}
-    for i in m_idx.tolist():
-        ev = events[i]
+    for ev in metas:
         if ev.name not in ("process_name", "thread_name"):
             continue
         args = ev.args

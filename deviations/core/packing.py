@@ -9,21 +9,29 @@ index cannot hold: their uniqueness is enforced on a SHA-1 of their UTF-8 bytes.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
-FLOAT = np.dtype("<f8")
-INT = np.dtype("<i8")
+# Dtypes by name: the models import this module, and numpy is imported where arrays are
+# made, not when Django starts (a CLI call pays ~0.1 s for it; docs/architecture.md,
+# "Start-up").
+FLOAT = "<f8"
+INT = "<i8"
 
 
-def pack(values: Any, dtype: np.dtype[Any] = FLOAT) -> bytes:
+def pack(values: Any, dtype: str = FLOAT) -> bytes:
     """``values`` as contiguous little-endian bytes of ``dtype``."""
+    import numpy as np  # start-up: see FLOAT
+
     return np.ascontiguousarray(values, dtype=dtype).tobytes()
 
 
-def unpack(data: Any, dtype: np.dtype[Any] = FLOAT) -> np.ndarray:
+def unpack(data: Any, dtype: str = FLOAT) -> np.ndarray:
     """A read-only array view of bytes written by ``pack`` with the same ``dtype``."""
+    import numpy as np  # start-up: see FLOAT
+
     return np.frombuffer(bytes(data), dtype=dtype)
 
 

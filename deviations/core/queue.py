@@ -13,8 +13,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kombu.exceptions import OperationalError as BrokerError
-
 log = logging.getLogger(__name__)
 
 
@@ -24,6 +22,13 @@ def enqueue(task: Any, *args: Any) -> bool:
     Celery's publish retry policy still applies first (a blip of a second is absorbed). In
     the embedded default the task runs here, in-process, and its errors propagate.
     """
+    # Imported here, not when Django starts: loading Celery binds every @shared_task to the
+    # project's app before the first one is sent, and a command that sends none (a CLI
+    # call's --help) does not pay for Celery and kombu (start-up time).
+    from kombu.exceptions import OperationalError as BrokerError
+
+    from deviations.core import worker  # noqa: F401
+
     try:
         task.delay(*args)
     except BrokerError as exc:

@@ -8,9 +8,8 @@ the flow (ingest, detection, alerts, triage).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -21,6 +20,9 @@ from deviations.core.models import Annotation
 from deviations.core.packing import name_digest, unpack
 from deviations.histograms import rules
 from deviations.histograms.rules import RULE_CHOICES
+
+if TYPE_CHECKING:  # numpy is imported where arrays are made, not when Django starts
+    import numpy as np
 
 
 class RuleParameters(models.Model):
@@ -70,6 +72,8 @@ class RuleParameters(models.Model):
             HistogramRuleDefaults.current()
         )
         rule, params = rules.rule_of(self, defaults)
+        import numpy as np  # here, not at the top: Django's start-up imports this module
+
         try:
             rules.scan(rule, np.full((1, 3, 2), 1000.0), params)
         except ValueError as exc:

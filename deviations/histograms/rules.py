@@ -8,11 +8,12 @@ runs it on real ones: both call ``scan`` from here.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # the models import this module: numpy only when a rule runs (start-up)
+    import numpy as np
 
-from deviations.stats.histograms import ChangeScan, detect_changes, detect_changes_adaptive
+    from deviations.stats.histograms import ChangeScan
 
 RULE_ADAPTIVE, RULE_MOZILLA = "adaptive", "mozilla"
 RULE_CHOICES = [
@@ -45,6 +46,10 @@ def rule_of(probe: Any, defaults: Any) -> tuple[str, dict[str, Any]]:
 
 def scan(rule: str, counts: np.ndarray, params: dict[str, Any]) -> ChangeScan:
     """Run the rule on counts of shape (..., builds, buckets)."""
+    # Imported here, not at the top: the models import this module when Django starts,
+    # and a command that runs no rule should not pay numpy's import (start-up time).
+    from deviations.stats.histograms import detect_changes, detect_changes_adaptive
+
     if rule == RULE_MOZILLA:
         return detect_changes(counts, **params)
     return detect_changes_adaptive(counts, **params)

@@ -2,7 +2,10 @@
 
 A read-only selector: it picks rows (functions) and columns (releases) of the stored
 matrices of one (metric, estimator, rule), filters, sorts and pages them. Nothing is
-recomputed here; the statistics were stored by ``deviations.analysis``.
+recomputed here; the statistics were stored by ``deviations.analysis``. What a page
+assembles from the stored analysis (its arrays, function names, and the ranking of each
+release range) is kept per (series, generation, view) in ``deviations.core.memo``: the
+next page, filter or sort of the same analysis reads nothing but the generation.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 
+from deviations.core import memo
 from deviations.stats.releases import IMPROVEMENT, REGRESSION
 from deviations.traces import selectors
 from deviations.traces.models import Series
@@ -106,41 +110,82 @@ class MatrixSlice:
     largest_gap: np.ndarray  # per shown function, |gap| relative to the earlier estimate
 
 
+@dataclass(frozen=True)
+class _Assembled:
+    """One (metric, estimator, rule) of one generation of a series' analysis, as pages
+    read it; ``ranks`` fills per release range (first, last column) as they are asked."""
+
+    found: dict[str, np.ndarray]  # read-only
+    names: list[str]
+    folded: list[str]  # casefolded names: search and sort by name
+    ranks: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]
+
+
+def _assembled(series: Series, query: MatrixQuery) -> _Assembled | None:
+    generation = selectors.analysis_generation(series)
+    if generation is None:
+        return None
+    view = (query.metric, query.estimator, query.rule)
+
+    def make() -> tuple[_Assembled, int] | None:
+        found = selectors.stored_analysis(series, *view, keys=PER_RELEASE + PER_PAIR)
+        if found is None:
+            return None
+        found, size = memo.frozen(found)
+        names_by_id = selectors.function_names(series)
+        names = [names_by_id[i] for i in found["function_ids"].tolist()]
+        size += 2 * sum(len(n) + 60 for n in names)
+        assembled = _Assembled(found, names, [n.casefold() for n in names], {})
+        return assembled, size
+
+    return memo.remembered(("matrix", series.pk, generation, *view), make)
+
+
+def _ranks(found: dict[str, np.ndarray], start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per function, in the columns ``start:stop``: the number of deviations and the
+    largest gap relative to the earlier estimate (0 without a deviation)."""
+    pairs = slice(start, stop - 1)
+    verdict = found["verdict"][:, pairs]
+    deviation = (verdict == REGRESSION) | (verdict == IMPROVEMENT)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        relative = np.abs(found["gap"][:, pairs]) / np.abs(found["estimate"][:, start : stop - 1])
+    relative = np.where(deviation & np.isfinite(relative), relative, 0.0)
+    return deviation.sum(axis=1), relative.max(axis=1, initial=0.0)
+
+
 def matrix_slice(series: Series, query: MatrixQuery) -> MatrixSlice | None:
     """The part of the stored matrix the controls select, or None before any analysis."""
-    found = selectors.stored_analysis(
-        series, query.metric, query.estimator, query.rule, keys=PER_RELEASE + PER_PAIR
-    )
-    if found is None:
+    assembled = _assembled(series, query)
+    if assembled is None:
         return None
+    found, names = assembled.found, assembled.names
+    # Versions are read each time (one small query): a release renamed in the admin shows
+    # at once. A function renamed there shows with the next analysis.
     versions = selectors.release_versions(found["release_ids"])
     start = versions.index(query.first) if query.first in versions else 0
     stop = versions.index(query.last) + 1 if query.last in versions else len(versions)
     if stop - start < 2:
         start, stop = 0, len(versions)
     cols, pairs = slice(start, stop), slice(start, stop - 1)
-    verdict = found["verdict"][:, pairs]
-    deviation = (verdict == REGRESSION) | (verdict == IMPROVEMENT)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        relative = np.abs(found["gap"][:, pairs]) / np.abs(found["estimate"][:, start : stop - 1])
-    relative = np.where(deviation & np.isfinite(relative), relative, 0.0)
-    names_by_id = selectors.function_names(series)
+    if (start, stop) not in assembled.ranks:
+        if len(assembled.ranks) >= 16:  # a few ranges per view are kept, not every one
+            assembled.ranks.clear()
+        assembled.ranks[start, stop] = _ranks(found, start, stop)
+    counts, largest = assembled.ranks[start, stop]
     ids = found["function_ids"]
-    names = [names_by_id[int(i)] for i in ids]
     keep = np.ones(len(ids), dtype=bool)
     if query.q:
         needle = query.q.casefold()
-        keep &= np.array([needle in n.casefold() for n in names], dtype=bool)
-    counts = deviation.sum(axis=1)
+        keep &= np.array([needle in n for n in assembled.folded], dtype=bool)
     if query.only:
         keep &= counts > 0
     rows = np.flatnonzero(keep)
     if query.sort == "name":
-        rows = rows[np.argsort([names[r].casefold() for r in rows], kind="stable")]
+        rows = rows[np.argsort([assembled.folded[r] for r in rows], kind="stable")]
     elif query.sort == "gap":
-        rows = rows[np.argsort(-relative.max(axis=1, initial=0.0)[rows], kind="stable")]
+        rows = rows[np.argsort(-largest[rows], kind="stable")]
     else:
-        rows = rows[np.lexsort((-relative.max(axis=1, initial=0.0)[rows], -counts[rows]))]
+        rows = rows[np.lexsort((-largest[rows], -counts[rows]))]
     pages = max(1, -(-len(rows) // query.per))
     page = min(query.page, pages)
     shown = rows[(page - 1) * query.per : page * query.per]
@@ -149,14 +194,14 @@ def matrix_slice(series: Series, query: MatrixQuery) -> MatrixSlice | None:
     return MatrixSlice(
         query=replace(query, page=page),
         releases=versions[start:stop],
-        function_ids=[int(i) for i in ids[shown]],
+        function_ids=ids[shown].tolist(),
         function_names=[names[r] for r in shown],
         matching=len(rows),
         pages=pages,
         arrays=arrays,
-        regressions=(verdict[shown] == REGRESSION).sum(axis=1),
-        improvements=(verdict[shown] == IMPROVEMENT).sum(axis=1),
-        largest_gap=relative[shown].max(axis=1, initial=0.0),
+        regressions=(arrays["verdict"] == REGRESSION).sum(axis=1),
+        improvements=(arrays["verdict"] == IMPROVEMENT).sum(axis=1),
+        largest_gap=largest[shown],
     )
 
 
@@ -180,3 +225,10 @@ def range_problem(query: MatrixQuery, versions: list[str]) -> str:
         return (f"From and to are both {query.first}: a range needs two releases. "
                 "Showing every release.")
     return ""
+
+
+def cells_json(view: MatrixSlice | None) -> bytes:
+    """``cell_rows`` as a JSON array (``[]`` before any analysis)."""
+    if view is None:
+        return b"[]"
+    return selectors.deviation_cells_json(view.function_names, view.releases, view.arrays)

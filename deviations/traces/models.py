@@ -5,7 +5,10 @@ self time, total time and call count are stored as one row of packed arrays (Run
 indexed by Function ids of the series. docs/architecture.md says why (storage section).
 """
 
-import numpy as np
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
@@ -13,6 +16,9 @@ from django.urls import reverse
 from deviations.core import packing, versions
 from deviations.core.forms import validated
 from deviations.core.models import Annotation
+
+if TYPE_CHECKING:  # numpy is imported where arrays are made, not when Django starts
+    import numpy as np
 
 
 def _validate_series_name(value: str) -> None:
@@ -196,7 +202,7 @@ class RunTimes(models.Model):
         self_us: np.ndarray,
         total_us: np.ndarray,
         calls: np.ndarray,
-    ) -> "RunTimes":
+    ) -> RunTimes:
         return cls(
             run=run,
             function_ids=packing.pack(function_ids, cls.INT),

@@ -4,9 +4,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import numpy as np
 from django.db.models import Count, Q
 
+from deviations.core.db import batches
 from deviations.stats.intervals import MIN_RUNS, median_ci
 from deviations.stats.releases import (
     IMPROVEMENT,
@@ -16,11 +18,18 @@ from deviations.stats.releases import (
     verdict_name,
 )
 from deviations.traces.models import Function, Release, Run, RunTimes, Series
-from deviations.traces.store import binary_values, read_analysis
+from deviations.traces.store import binary_values, generation, read_analysis
 
 
-def function_names(series: Series) -> dict[int, str]:
-    return dict(Function.objects.filter(series=series).values_list("id", "name"))
+def function_names(series: Series, ids: Any = None) -> dict[int, str]:
+    """Names by id of the series' functions, or of those ``ids`` only (batched queries)."""
+    functions = Function.objects.filter(series=series)
+    if ids is None:
+        return dict(functions.values_list("id", "name"))
+    names: dict[int, str] = {}
+    for chunk in batches([int(i) for i in ids]):
+        names.update(functions.filter(id__in=chunk).values_list("id", "name"))
+    return names
 
 
 def done_runs(series: Series, release: Release | None = None) -> Any:
@@ -84,17 +93,44 @@ def release_times(release: Release) -> tuple[list[int], Any, Any, Any, list[Run]
     """Function ids and (functions × runs) matrices of self time, total time and calls.
 
     A function absent from a run was not called in it: its times are 0 there, not missing.
+    Runs are scattered into the matrices by a sorted search, not a dictionary per function
+    (a release of a million functions: seconds otherwise).
     """
-    runs = list(done_runs(release.series, release))
-    packed = [run.times.arrays() for run in runs]
-    ids = sorted({int(i) for arrays in packed for i in arrays[0]})
-    row = {fid: k for k, fid in enumerate(ids)}
+    runs = list(done_runs(release.series, release).defer("times__function_ids",
+                                                          "times__self_us", "times__total_us",
+                                                          "times__calls"))
+    # The packed arrays, with the binary protocol on PostgreSQL (Django reads bytea as hex
+    # text: a release of a million functions is 32 MB a run).
+    found = {run_id: arrays for run_id, *arrays in binary_values(
+        RunTimes.objects.filter(run__in=[r.pk for r in runs]),
+        ("run_id", "function_ids", "self_us", "total_us", "calls"),
+    )}
+    packed = [
+        tuple(np.frombuffer(bytes(a), dtype=t) for a, t in zip(
+            found[run.pk], (RunTimes.INT, RunTimes.FLOAT, RunTimes.FLOAT, RunTimes.INT),
+            strict=True))
+        for run in runs
+    ]
+    ids = _distinct_ids([a[0] for a in packed])
     shape = (len(ids), len(runs))
     self_us, total_us, calls = np.zeros(shape), np.zeros(shape), np.zeros(shape, dtype=np.int64)
     for j, (fids, s, t, c) in enumerate(packed):
-        rows = np.fromiter((row[int(f)] for f in fids), dtype=np.int64, count=len(fids))
+        rows: Any = slice(None) if np.array_equal(fids, ids) else np.searchsorted(ids, fids)
         self_us[rows, j], total_us[rows, j], calls[rows, j] = s, t, c
-    return ids, self_us, total_us, calls, runs
+    return ids.tolist(), self_us, total_us, calls, runs
+
+
+def _distinct_ids(per_run: list[np.ndarray]) -> np.ndarray:
+    """The sorted distinct function ids of runs: usually every run has the same increasing
+    ids (checked in one pass); otherwise by a sort (np.unique's hash path took 8 s for
+    2 M ids on the shared machine)."""
+    if not per_run:
+        return np.empty(0, dtype=np.int64)
+    first = per_run[0]
+    if np.all(first[1:] > first[:-1]) and all(np.array_equal(a, first) for a in per_run[1:]):
+        return first
+    ids = np.sort(np.concatenate(per_run))
+    return ids[np.r_[True, ids[1:] != ids[:-1]]] if len(ids) else ids
 
 
 def release_function_table(release: Release, limit: int = 100) -> list[dict[str, Any]]:
@@ -102,9 +138,16 @@ def release_function_table(release: Release, limit: int = 100) -> list[dict[str,
     ids, self_us, total_us, calls, runs = release_times(release)
     if not runs:
         return []
-    names = dict(Function.objects.filter(id__in=ids).values_list("id", "name"))
-    med_self = np.median(self_us, axis=1)
-    order = np.argsort(-med_self, kind="stable")[:limit]
+    key = -np.median(self_us, axis=1)
+    if len(key) > limit:  # the candidates for the top only: a full sort of 1 M is ~0.1 s
+        key_at_limit = np.partition(key, limit - 1)[limit - 1]
+        candidates = np.flatnonzero(key <= key_at_limit)
+    else:
+        candidates = np.arange(len(key))
+    order = candidates[np.argsort(key[candidates], kind="stable")][:limit]
+    med_self = -key
+    names = dict(Function.objects.filter(id__in=[ids[k] for k in order])
+                 .values_list("id", "name"))  # the shown ones only
     return [
         {
             "id": ids[k],
@@ -142,6 +185,11 @@ def stored_analysis(
         found["digression"] = found["digression"] & ((verdict == REGRESSION)
                                                      | (verdict == IMPROVEMENT))
     return found
+
+
+def analysis_generation(series: Series) -> int | None:
+    """The stored analysis' generation (new with every write), None before any analysis."""
+    return generation(series.pk)
 
 
 def release_versions(release_ids: np.ndarray) -> list[str]:
@@ -214,6 +262,63 @@ def _deviation_rows(
     return deviation_cells(names_by_row, versions, found)
 
 
+def _numbers(values: np.ndarray) -> list[float | None]:
+    """Floats of an array as a list, NaN as None: one conversion for a whole column."""
+    return [None if v != v else v for v in values.tolist()]  # v != v: NaN
+
+
+DEVIATION_FIELDS = ("function", "from_release", "to_release", "verdict", "gap", "diff",
+                    "diff_lo", "diff_hi", "relative", "digression", "provisional")
+
+
+class DeviationCell(msgspec.Struct):
+    """One exported cell (DESIGN's deviations fields, µs), as the JSON encoder takes it."""
+
+    function: str
+    from_release: str
+    to_release: str
+    verdict: str | None
+    gap: float | None
+    diff: float | None
+    diff_lo: float | None
+    diff_hi: float | None
+    relative: float | None
+    digression: bool
+    provisional: bool
+
+
+def _cell_columns(functions: list[str], versions: list[str], arrays: dict[str, Any]
+                  ) -> tuple[list[Any], ...]:
+    """The cells with a verdict, field by field (DEVIATION_FIELDS' order), in row-major
+    order (function, then pair): gathered by one numpy selection and one list per field,
+    not element by element (the JSON of a page of the matrix at 300 releases: ~10× faster).
+    """
+    verdict = arrays["verdict"]
+    rows, pairs = np.nonzero(verdict != NO_VERDICT)
+    codes = verdict[rows, pairs]
+    names = {code: verdict_name(code) for code in np.unique(codes).tolist()}
+    pair_list = pairs.tolist()
+    return (
+        [functions[f] for f in rows.tolist()],
+        [versions[p] for p in pair_list],
+        [versions[p + 1] for p in pair_list],
+        [names[code] for code in codes.tolist()],
+        *(_numbers(np.asarray(arrays[k][rows, pairs], dtype=np.float64))
+          for k in ("gap", "diff", "diff_lo", "diff_hi")),
+        # The effect size diff / |estimate before| (0.25 = +25%), None when undefined.
+        _numbers(_relative_array(arrays["diff"][rows, pairs], arrays["estimate"][rows, pairs])),
+        np.asarray(arrays["digression"][rows, pairs], dtype=bool).tolist(),
+        # may still change as later releases arrive (stats.releases.provisional_pairs)
+        np.asarray(arrays["provisional"][rows, pairs], dtype=bool).tolist(),
+    )
+
+
+def _relative_array(diff: Any, before: Any) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.asarray(diff, dtype=np.float64) / np.abs(np.asarray(before, dtype=np.float64))
+    return np.where(np.isfinite(r), r, np.nan)
+
+
 def deviation_cells(
     functions: list[str], versions: list[str], arrays: dict[str, Any]
 ) -> Iterator[dict[str, Any]]:
@@ -222,26 +327,15 @@ def deviation_cells(
     ``arrays`` holds per-pair matrices whose rows are ``functions`` and whose columns are
     the pairs of consecutive ``versions``.
     """
-    verdict = arrays["verdict"]
-    for f, name in enumerate(functions):
-        for p in range(len(versions) - 1):
-            code = int(verdict[f, p])
-            if code == NO_VERDICT:
-                continue
-            yield {
-                "function": name,
-                "from_release": versions[p],
-                "to_release": versions[p + 1],
-                "verdict": verdict_name(code),
-                "gap": _number(arrays["gap"][f, p]),
-                "diff": _number(arrays["diff"][f, p]),
-                "diff_lo": _number(arrays["diff_lo"][f, p]),
-                "diff_hi": _number(arrays["diff_hi"][f, p]),
-                "relative": _relative(arrays["diff"][f, p], arrays["estimate"][f, p]),
-                "digression": bool(arrays["digression"][f, p]),
-                # may still change as later releases arrive (stats.releases.provisional_pairs)
-                "provisional": bool(arrays["provisional"][f, p]),
-            }
+    columns = _cell_columns(functions, versions, arrays)
+    return (dict(zip(DEVIATION_FIELDS, cell, strict=True)) for cell in zip(*columns, strict=True))
+
+
+def deviation_cells_json(functions: list[str], versions: list[str], arrays: dict[str, Any]
+                         ) -> bytes:
+    """``deviation_cells`` as a JSON array, encoded from the columns (no dict per cell)."""
+    columns = _cell_columns(functions, versions, arrays)
+    return msgspec.json.encode([DeviationCell(*cell) for cell in zip(*columns, strict=True)])
 
 
 def _relative(diff: Any, before: Any) -> float | None:
@@ -398,12 +492,13 @@ def release_changes(release: Release, metric: str, estimator: str, rule: str) ->
         return empty
     p = int(where[0]) - 1
     versions = release_versions(found["release_ids"][p : p + 2])
-    names = function_names(release.series)
     verdict = found["verdict"][:, p]
     with np.errstate(invalid="ignore", divide="ignore"):
         relative = np.abs(found["gap"][:, p]) / np.abs(found["estimate"][:, p])
     rows = []
-    for f in np.flatnonzero((verdict == REGRESSION) | (verdict == IMPROVEMENT)):
+    deviating = np.flatnonzero((verdict == REGRESSION) | (verdict == IMPROVEMENT))
+    names = function_names(release.series, found["function_ids"][deviating])
+    for f in deviating:
         rows.append({
             "function": names[int(found["function_ids"][f])],
             "function_id": int(found["function_ids"][f]),

@@ -20,7 +20,7 @@ from deviations.core.text import plotly_text
 from deviations.stats.intervals import MIN_RUNS
 from deviations.traces import annotations as notes
 from deviations.traces import charts, compare, selectors
-from deviations.traces.matrix import MatrixQuery, cell_rows, matrix_slice, range_problem
+from deviations.traces.matrix import MatrixQuery, cell_rows, cells_json, matrix_slice, range_problem
 from deviations.traces.models import Function, Release, ReleaseAnnotation, Run, Series
 
 SERIES_FIELDS = ["series", "releases", "runs", "latest_from", "latest_to", "regressions",
@@ -73,7 +73,9 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
     query = MatrixQuery.for_series(request.GET, series)
     view = matrix_slice(series, query)
     fmt = request.GET.get("format")
-    if fmt in ("csv", "json"):
+    if fmt == "json":
+        return HttpResponse(cells_json(view), content_type="application/json")
+    if fmt == "csv":
         rows = cell_rows(view) if view is not None else []
         return _table_response(rows, DEVIATION_FIELDS, fmt, f"{series.name}-deviations")
     figure, table = None, []
@@ -120,8 +122,7 @@ def matrix_json(request: HttpRequest, name: str) -> HttpResponse:
     """The cells the matrix page shows with the same controls, as JSON."""
     series = get_object_or_404(Series, name=name)
     view = matrix_slice(series, MatrixQuery.for_series(request.GET, series))
-    return _table_response(cell_rows(view) if view is not None else [], DEVIATION_FIELDS,
-                           "json", "")
+    return HttpResponse(cells_json(view), content_type="application/json")
 
 
 def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpResponse:

@@ -2,7 +2,8 @@
 
 Run from the project root::
 
-    python -m tests.benchmarks.ingest [--events 2000000] [--seed 20261122] [--keep DIR]
+    python -m tests.benchmarks.ingest [--events 2000000 | --mb 1024] [--seed 20261122]
+                                      [--keep DIR] [--whole-too] [--repeat 3]
 
 It writes a synthetic Chrome trace (deterministic seed; ~250 MB, ~2 M events: nested
 ``B``/``E`` and ``X`` slices on several processes and threads including the
@@ -20,12 +21,19 @@ each in its own subprocess so that each peak RSS is clean:
 
 Each is run ``--repeat`` times (default 3), alternating; the fastest run of each counts
 (the machine is shared: the minimum is the least disturbed run) and the largest peak.
+``--mb`` sizes the trace in MiB instead of events (issue 14 measures on ``--mb 1024``).
+``--whole-too`` also measures, in the same run, ``parse_trace`` with the event array
+decoded whole (``ingest.traces._PIECE_BYTES`` set beyond the file: the parser before it
+decoded in pieces), beside ``parse_trace`` as it is.
 The last line printed is ``ingest_vs_json_load=<ratio> peak_rss_vs_file=<ratio>``.
 The project's targets: ingest_vs_json_load <= 0.5, peak_rss_vs_file <= 4.
 
 Figures on the 2-CPU development machine (shared, loaded; 2026-11-22, 255.6 MiB,
 2,000,729 events): ``json.load`` 12.0-19.1 s at 6.58x; ``parse_trace`` alone 0.48x at
 3.02x (``--parser-only``); the CLI 9.05 s against 11.97 s, i.e. 0.755x at 3.44x.
+With the array decoded in pieces (2026-11-24, ``--mb 1024 --whole-too --repeat 2``, load
+average 7-11): ``json.load`` 77 s at 6.55x; ``parse_trace`` whole 44.7 s at 2.93x, in
+pieces 31.3 s at 1.44x; the CLI 67 s at 1.47x (``ingest_vs_json_load`` 0.87).
 """
 
 from __future__ import annotations
@@ -250,6 +258,9 @@ def _cli_available() -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=2_000_000)
+    parser.add_argument("--mb", type=float, help="trace size in MiB (instead of --events)")
+    parser.add_argument("--whole-too", action="store_true",
+                        help="also parse_trace with the array decoded whole, and in pieces")
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--keep", type=Path, help="write the trace here and keep it")
     parser.add_argument(
@@ -263,7 +274,9 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="deviations-bench-"))
     try:
         trace = (options.keep or tmp) / "bench_trace.json"
-        n = write_trace(trace, options.events, options.seed)
+        # ~134 bytes per event in this generator (2,000,729 events: 255.6 MiB)
+        events = int(options.mb * 2**20 / 134) if options.mb else options.events
+        n = write_trace(trace, events, options.seed)
         file_mb = trace.stat().st_size / 2**20
         print(f"trace: {trace.name}, {n:,} events, {file_mb:.1f} MB")
         env = dict(os.environ)
@@ -289,6 +302,15 @@ def main() -> None:
             "import json, sys; json.load(open(sys.argv[1], 'rb'))",
             str(trace),
         ]
+        parse_cmd = [
+            sys.executable, "-c",
+            "import sys; from ingest import traces; "
+            "traces._PIECE_BYTES = int(sys.argv[2]) or traces._PIECE_BYTES; "
+            "traces.parse_trace(sys.argv[1], all_threads=True)",
+            str(trace),
+        ]
+        extra = {"parse, whole": [*parse_cmd, str(2**62)], "parse, in pieces": [*parse_cmd, "0"]}
+        extras: dict[str, list[tuple[float, float]]] = {k: [] for k in extra}
         loads: list[tuple[float, float]] = []
         ingests: list[tuple[float, float]] = []
         # Alternate the two and keep each one's fastest run: the machine is shared, and
@@ -323,6 +345,10 @@ def main() -> None:
                 raise SystemExit(f"the CLI did not ingest the trace: {output.strip()}")
             ingests.append((seconds, peak))
             print(f"  {label:17s} run {i + 1}: {seconds:6.2f} s  peak {peak:7.1f} MB")
+            for what, cmd in extra.items() if options.whole_too else ():
+                seconds, peak, _ = measure(cmd, env)
+                extras[what].append((seconds, peak))
+                print(f"  {what:17s} run {i + 1}: {seconds:6.2f} s  peak {peak:7.1f} MB")
         load_s, load_mb = min(t for t, _ in loads), max(m for _, m in loads)
         ingest_s, ingest_mb = min(t for t, _ in ingests), max(m for _, m in ingests)
         print(f"file:              {file_mb:7.1f} MB, {n:,} events")
@@ -334,6 +360,10 @@ def main() -> None:
             f"{label + ':':18s} {ingest_s:6.2f} s  peak {ingest_mb:7.1f} MB "
             f"({ingest_mb / file_mb:.2f}x file)"
         )
+        for what, runs in extras.items() if options.whole_too else ():
+            seconds, peak = min(t for t, _ in runs), max(m for _, m in runs)
+            print(f"{what + ':':18s} {seconds:6.2f} s  peak {peak:7.1f} MB "
+                  f"({peak / file_mb:.2f}x file, {seconds / load_s:.3f}x json.load)")
         print(
             f"ingest_vs_json_load={ingest_s / load_s:.3f} "
             f"peak_rss_vs_file={ingest_mb / file_mb:.3f}"

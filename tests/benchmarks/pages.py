@@ -4,6 +4,11 @@ Run from the project root (PostgreSQL on 127.0.0.1:5432, trust auth)::
 
     python -m tests.benchmarks.pages [--releases 100] [--functions 2000] [--runs 20]
                                      [--database deviations_bench] [--seed 20261122]
+                                     [--pages-only] [--reuse]
+
+The issue's scale case is ``--releases 300 --functions 5000 --pages-only`` (matrix page
+target: <= 80 ms HTML and <= 100 ms JSON); ``--reuse`` keeps the database if this benchmark
+filled it before (whatever its sizes: filling 300 × 5,000 takes minutes).
 
 It recreates the database ``--database``, migrates it and fills it directly (bulk inserts
 of Series, Release, Function, Run and RunTimes rows; no traces are parsed) with one series
@@ -18,9 +23,13 @@ improvements, and digressions that come back). Then it measures:
   ``incremental_vs_full`` = the ratio (target <= 0.05); ``insert_s``: the same for a
   release inserted in the middle of the series; ``incremental_cold_s``: one more release
   analysed by a process that does not remember what it stored last (another worker);
+- ``--pages-only`` skips the three items above (only the first analysis is made);
 - ``matrix_page_ms``: warm server time of ``GET /series/<name>/`` plus that of its JSON
   ``/series/<name>/matrix.json`` (django.test.Client in-process, median of several
-  requests each, after two warm-up requests; target <= 300);
+  requests each, after two warm-up requests; target <= 300), printed as
+  ``matrix_html_ms`` and ``matrix_json_ms``, after the same with the page cache off
+  (``matrix_html_uncached_ms``, ``matrix_json_uncached_ms``: what the first request after
+  a new analysis pays);
 - ``matrix_render_ms``: ``manage.py runserver --noreload`` on a free loopback port, then
   Debian's Chromium (Playwright, ``/usr/bin/chromium``) opens the page in a fresh context
   (empty cache); the time from navigation until ``#matrix`` holds Plotly's ``.main-svg``
@@ -135,7 +144,24 @@ def timed(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
 
 
 def page_times(repeat: int) -> tuple[float, float]:
-    """Median warm server time (ms) of the matrix page and of its JSON."""
+    """Median warm server time (ms) of the matrix page and of its JSON, first with the
+    page cache off (every request reads the stored blocks: a new analysis' first request),
+    then on (the default), side by side in one run."""
+    from django.test import override_settings
+
+    from deviations.core import memo
+
+    with override_settings(DEVIATIONS_PAGE_CACHE_MB=0):
+        memo.forget()
+        print("  page cache off:")
+        off = _page_times(repeat)
+    print("  page cache on:")
+    on = _page_times(repeat)
+    print(f"matrix_html_uncached_ms={off[0]:.0f} matrix_json_uncached_ms={off[1]:.0f}")
+    return on
+
+
+def _page_times(repeat: int) -> tuple[float, float]:
     from django.test import Client
 
     client = Client(HTTP_HOST="127.0.0.1")
@@ -219,9 +245,18 @@ def main() -> None:
     parser.add_argument("--database", default="deviations_bench")
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--pages-only", action="store_true",
+                        help="measure only the matrix page (and its drawing)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep the database if this benchmark filled it before")
     args = parser.parse_args()
 
     os.chdir(PROJECT_ROOT)
+    if args.reuse and filled(args.database):
+        setup_django(args.database)
+        print(f"reusing the database {args.database}")
+        pages(args)
+        return
     recreate_database(args.database)
     setup_django(args.database)
     from django.core.management import call_command
@@ -240,6 +275,9 @@ def main() -> None:
 
     first_s, message = timed(analyse_series, series.pk)
     print(f"first analysis: {first_s:.2f} s ({message})")
+    if args.pages_only:
+        pages(args)
+        return
     # Full recomputes and appended releases alternate, so both see the same machine.
     fulls, updates = [], []
     for k in range(args.releases, args.releases + REPEATS):
@@ -267,10 +305,31 @@ def main() -> None:
     print(f"incremental_cold_s={cold_s:.3f} ({message}; stored analysis read back)")
     up_to_date_s, message = timed(analyse_series, series.pk)
     print(f"again_s={up_to_date_s:.3f} ({message})")
+    page_ms, render_ms = pages(args)
+    print(f"matrix_page_ms={page_ms} incremental_s={incremental_s:.3f} "
+          f"incremental_vs_full={ratio:.4f} matrix_render_ms={render_ms}")
+
+
+def filled(database: str) -> bool:
+    """Whether ``database`` exists and holds this benchmark's analysed series."""
+    import psycopg
 
     try:
+        with psycopg.connect(PG.format(database)) as conn:
+            found = conn.execute(
+                "SELECT count(*) FROM deviations_seriesanalysis a "
+                "JOIN deviations_series s ON s.id = a.series_id WHERE s.name = %s", [SERIES]
+            ).fetchone()
+    except psycopg.Error:
+        return False
+    return bool(found and found[0])
+
+
+def pages(args: argparse.Namespace) -> tuple[str, str]:
+    """The matrix page's server times and its drawing time, as printed figures."""
+    try:
         html_ms, json_ms = page_times(args.repeat)
-        page_ms: str = f"{html_ms + json_ms:.0f}"
+        page_ms = f"{html_ms + json_ms:.0f}"
         print(f"matrix_html_ms={html_ms:.0f} matrix_json_ms={json_ms:.0f}")
     except Exception as exc:  # the figures that could be measured are still printed
         print(f"matrix page not measured: {type(exc).__name__}: {exc}")
@@ -280,8 +339,7 @@ def main() -> None:
     except Exception as exc:
         print(f"matrix render not measured: {type(exc).__name__}: {exc}")
         render_ms = "n/a"
-    print(f"matrix_page_ms={page_ms} incremental_s={incremental_s:.3f} "
-          f"incremental_vs_full={ratio:.4f} matrix_render_ms={render_ms}")
+    return page_ms, render_ms
 
 
 if __name__ == "__main__":

@@ -153,9 +153,12 @@ def test_ingest_imports_only_models_and_core_of_deviations() -> None:
 
 
 def test_deviations_imports_ingest_only_through_its_entry() -> None:
+    """``deviations.apps`` connects ingest's signals when Django starts: it imports them
+    alone, not the parsers behind the entry (start-up time)."""
     bad = {
         (m, t) for m, ts in GRAPH.items() if m.startswith("deviations") for t in ts
         if t.startswith("ingest") and t != "ingest.services"
+        and (m, t) != ("deviations.apps", "ingest.signals")
     }
     assert bad == set()
 

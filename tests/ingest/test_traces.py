@@ -908,3 +908,92 @@ def test_the_largest_accepted_time_gives_finite_times() -> None:
     result = parse_trace(json.dumps(renderer_events([("A", top - 10, 10)])).encode())
     assert np.isfinite(result.total_us).all()
     assert result.total_us.tolist() == [10.0]
+
+
+# --------------------------------------------------------------------------- in pieces
+
+
+def _piece_trace(rng: random.Random, n: int) -> list[dict]:
+    """Nested B/E and X slices on two threads, with "},{" inside args and inside names."""
+    events = renderer_events([]) + meta(7, 2, "Compositor")
+    now = 0
+    for k in range(n):
+        name = rng.choice(["Paint", "Layout", 'x"},{"ph":"X', "ünï"])
+        tid = rng.choice([1, 1, 2])
+        dur = rng.randint(0, 50)
+        event = {"ph": "X", "name": name, "pid": 7, "tid": tid, "ts": now, "dur": dur}
+        if k % 3 == 0:
+            event["args"] = {"data": {"frames": [{"a": 1}, {"b": [{}, {}]}]}}
+        events.append(event)
+        if k % 5 == 0:
+            events += [{"ph": "B", "name": "Outer", "pid": 7, "tid": 1, "ts": now},
+                       {"ph": "E", "pid": 7, "tid": 1, "ts": now + dur + 1}]
+        if k % 7 == 0:
+            events.append({"ph": "C", "name": "counter", "pid": 7, "tid": 1, "ts": now})
+        now += dur + rng.randint(0, 3)
+    return events
+
+
+@pytest.mark.parametrize(
+    "form", ["array", "object", "object-metadata-after", "indented", "bom", "compact-x"]
+)
+def test_pieces_give_what_the_whole_file_gives(
+    form: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = _piece_trace(random.Random(form), 300)
+    if form == "array":
+        text = json.dumps(events)
+    elif form == "object":
+        text = json.dumps({"traceEvents": events})
+    elif form == "object-metadata-after":
+        text = json.dumps({"traceEvents": events, "metadata": {"l": [{"a": 1}, {"b": 2}]}})
+    elif form == "indented":
+        text = json.dumps(events, indent=1)
+    elif form == "bom":
+        text = "\ufeff" + json.dumps(events)
+    else:
+        text = json.dumps(events, separators=(",", ":"))
+    data = text.encode()
+    whole = parse_trace(data, all_threads=True)
+    monkeypatch.setattr(traces, "_PIECE_BYTES", 200)
+    assert traces._decode_in_pieces(data) is not None  # it did go in pieces
+    pieces = parse_trace(data, all_threads=True)
+    assert pieces.names == whole.names
+    for key in ("self_us", "total_us", "calls"):
+        np.testing.assert_array_equal(getattr(pieces, key), getattr(whole, key))
+    assert pieces.summary == whole.summary
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the union refuses a string pid: the slow path, whole
+        json.dumps([*renderer_events([("A", 0, 5)] * 30), {"ph": "X", "pid": "p", "tid": 1,
+                                                           "name": "B", "ts": 1, "dur": 1}]),
+        # Chrome killed while writing: no closing bracket (repaired by the whole path)
+        json.dumps(renderer_events([("A", 0, 5)] * 30))[:-1] + ",",
+        # an object whose first key is not traceEvents
+        json.dumps({"metadata": {}, "traceEvents": renderer_events([("A", 0, 5)] * 30)}),
+        # not JSON after a few events
+        json.dumps(renderer_events([("A", 0, 5)] * 30))[:-40] + "}, {oops]",
+    ],
+)
+def test_traces_the_pieces_do_not_take_go_whole(text: str, monkeypatch: pytest.MonkeyPatch
+                                                ) -> None:
+    data = text.encode()
+    try:
+        whole: FunctionTimes | str = parse_trace(data, display_name="t.json")
+    except TraceError as exc:
+        whole = str(exc)
+    monkeypatch.setattr(traces, "_PIECE_BYTES", 200)
+    assert traces._decode_in_pieces(data) is None
+    try:
+        pieces: FunctionTimes | str = parse_trace(data, display_name="t.json")
+    except TraceError as exc:
+        pieces = str(exc)
+    if isinstance(whole, str):
+        assert pieces == whole
+    else:
+        assert isinstance(pieces, FunctionTimes)
+        assert pieces.names == whole.names
+        assert pieces.summary == whole.summary

@@ -199,3 +199,42 @@ def test_function_page_with_the_mean_estimator(client: Client, series: str) -> N
     assert rows[2]["median"] == pytest.approx(300)  # both intervals are shown
     assert client.get(f"/series/s/functions/{paint.pk}/?estimator=mean&runs=1").status_code \
         == 200
+
+
+def test_matrix_pages_keep_what_they_assembled_until_a_new_analysis(
+    client: Client, series: str, tmp_path: Path
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def blocks_read(url: str) -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(url).status_code == 200
+        return sum("analysisblock" in q["sql"].lower() for q in queries.captured_queries)
+
+    assert blocks_read("/series/s/") >= 1
+    # Another page, filter or sort of the same analysis reads no block again.
+    assert blocks_read("/series/s/?sort=name&q=pai&first=1.1") == 0
+    assert blocks_read("/series/s/matrix.json?per=1&page=2") == 0
+    # A new release is a new analysis (generation): the page shows it at once.
+    files = []
+    for k, dur in enumerate([305, 300, 302]):
+        path = tmp_path / f"1.4-{k}.json"
+        path.write_text(json.dumps(renderer_events([("Paint", 0, dur)])))
+        files.append(str(path))
+    call_command("ingest_traces", "--series", "s", "--release", "1.4", *files,
+                 stdout=io.StringIO())
+    assert blocks_read("/series/s/") >= 1
+    figure = figure_of(client.get("/series/s/").content.decode(), "matrix-figure")
+    assert "1.4" in {x for t in figure["data"] for x in t["x"]}
+
+
+def test_kept_arrays_cannot_be_modified(series: str) -> None:
+    from deviations.traces.matrix import _assembled
+    from deviations.traces.models import Series
+
+    assembled = _assembled(Series.objects.get(name="s"), MatrixQuery())
+    assert assembled is not None
+    found = assembled.found
+    with pytest.raises(ValueError, match="read-only"):
+        found["verdict"][0, 0] = 0

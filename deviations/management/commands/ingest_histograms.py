@@ -6,7 +6,6 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from deviations.management import base
-from ingest.services import HistogramError, queue_detection, store_histogram_file
 
 
 class Command(base.Command):
@@ -31,6 +30,10 @@ class Command(base.Command):
         parser.add_argument("files", nargs="+", metavar="FILE", help="histogram files")
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        # Imported here: ingest brings msgspec, numpy and Celery, which --help does not need
+        # (start-up time; docs/architecture.md, "Start-up").
+        from ingest.services import HistogramError, queue_detection, store_histogram_file
+
         failed = 0
         probe_ids: set[int] = set()
         files = [Path(f) for f in opts["files"]]

@@ -5,20 +5,13 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
-from tqdm import tqdm
 
 from deviations.management import base
 from deviations.traces.models import Run
-from ingest.services import (
-    IngestError,
-    ManifestEntry,
-    ManifestError,
-    ThreadOptions,
-    get_release,
-    ingest_local_file,
-    read_folders,
-    read_manifest,
-)
+
+# ingest (the parser, msgspec, numpy, Celery's task module) and tqdm are imported in the
+# methods that use them, not here: `--help` and a mistyped option answer in ~0.3 s instead
+# of ~0.9 s (docs/architecture.md, "Start-up"; tests/benchmarks/startup.py).
 
 
 class Command(base.Command):
@@ -69,6 +62,10 @@ class Command(base.Command):
         )
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        from tqdm import tqdm  # start-up: see the comment at the top
+
+        from ingest.services import IngestError, ThreadOptions, get_release
+
         options = ThreadOptions(opts["thread_name"], opts["process_name"], opts["all_threads"])
         entries = self._entries(opts)
         releases: dict[str, Any] = {}
@@ -102,7 +99,9 @@ class Command(base.Command):
             raise CommandError(f"{failed} of {len(entries)} file(s) failed")
 
     @staticmethod
-    def _entries(opts: dict[str, Any]) -> list[ManifestEntry]:
+    def _entries(opts: dict[str, Any]) -> list[Any]:
+        from ingest.services import ManifestEntry, ManifestError, read_folders, read_manifest
+
         if opts["release"] is not None:
             if not opts["files"]:
                 raise CommandError("give the trace files of --release VERSION")
@@ -119,7 +118,9 @@ class Command(base.Command):
             raise CommandError(str(exc)) from exc
 
     @staticmethod
-    def _one(release: Any, path: Path, options: ThreadOptions) -> tuple[str, bool]:
+    def _one(release: Any, path: Path, options: Any) -> tuple[str, bool]:
+        from ingest.services import ingest_local_file
+
         try:
             entry = ingest_local_file(release, path, options)
         except OSError as exc:

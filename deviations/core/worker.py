@@ -1,0 +1,25 @@
+"""The Celery app (``deviations.celery`` re-exports it for ``celery -A deviations.celery``).
+
+It lives in ``core`` so that ``core.queue`` can load it when the first task is sent rather
+than when Django starts: a CLI command that sends no task then never imports Celery
+(~0.15 s of start-up; docs/architecture.md, "Start-up").
+"""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deviations.settings")
+
+app = Celery("deviations")
+# The app of every thread, not only of the one that loaded it (a request thread, since it is
+# loaded when a task is first sent): Celery makes a new app current for its own thread only,
+# and default only if nothing had asked for an app before (else an unconfigured fallback app
+# would send the other threads' tasks to amqp://localhost).
+app.set_default()
+app.config_from_object("django.conf:settings", namespace="CELERY")
+# Each feature keeps its tasks in its own tasks.py; ingest has the ingest task.
+app.autodiscover_tasks(
+    ["deviations.traces", "deviations.histograms", "deviations.alerts", "ingest",
+     "deviations.experiments.canaries"]
+)
