@@ -158,7 +158,8 @@ def _number(value: Any, where: str, label: str) -> float:
         raise ABFormatError(f"{label}: {where}: value {value!r} is not a number")
     try:
         x = float(value)
-    except (TypeError, ValueError):
+    # OverflowError: an integer beyond float's range (found by tests/ingest/test_fuzz.py)
+    except (TypeError, ValueError, OverflowError):
         raise ABFormatError(f"{label}: {where}: value {value!r} is not a number") from None
     if not math.isfinite(x):
         raise ABFormatError(f"{label}: {where}: value {value!r} is not a finite number")
@@ -212,6 +213,8 @@ def _json_rows(
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise ABFormatError(f"{label}: not valid JSON: {e.msg} at line {e.lineno}") from None
+    except RecursionError:  # found by tests/ingest/test_fuzz.py: [[[[... thousands deep
+        raise ABFormatError(f"{label}: JSON nested too deeply") from None
     baseline = None
     settings: dict[str, dict[str, Any]] = {}
     if isinstance(doc, dict):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,7 +51,14 @@ def parse_observations(data: bytes, name: str) -> Observations:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ObservationsError(f"{name}: not UTF-8 text ({exc.reason})") from None
-    rows = csv.reader(io.StringIO(text))
+    # csv.Error: e.g. a lone carriage return inside a field (found by tests/ingest/test_fuzz.py)
+    try:
+        return _parse_rows(csv.reader(io.StringIO(text)), name)
+    except csv.Error as exc:
+        raise ObservationsError(f"{name}: not CSV ({exc})") from None
+
+
+def _parse_rows(rows: Iterator[list[str]], name: str) -> Observations:
     header = tuple(h.strip().lower() for h in next(rows, []))
     if header not in _HEADERS:
         raise ObservationsError(

@@ -20,6 +20,8 @@ from deviations.core.errors import UserError
 from deviations.core.models import ApiToken
 from deviations.histograms.models import HistogramSnapshot, Probe
 from deviations.traces.models import Run, RunTimes
+from ingest.ab import ABFormatError, parse_ab_file
+from ingest.canaries import ObservationsError, parse_observations
 from ingest.histograms import HistogramError, parse_histogram_file
 from ingest.services import store_histogram_file
 from ingest.traces import TraceError, parse_trace
@@ -58,7 +60,7 @@ def _fuzz(seeds: list[bytes], parse: Any, error: type[UserError], n: int) -> tup
             parse(data)
         except error as exc:
             refused += 1
-            if not str(exc).startswith("fuzz.json: "):
+            if not str(exc).startswith("fuzz.json:"):  # "fuzz.json: …" or "fuzz.json:3: …"
                 unnamed.append((i, str(exc)))
         except Exception as exc:
             raise AssertionError(f"case {i}: {type(exc).__name__}: {exc}") from exc
@@ -85,6 +87,35 @@ def test_histogram_parser_raises_only_its_error() -> None:
         HistogramError, 20_000,
     )
     assert parsed > 400
+    assert refused > 1_000
+
+
+def _ab_seeds() -> list[bytes]:
+    data = Path(__file__).resolve().parents[1] / "experiments" / "ab" / "data"
+    own = json.dumps({"metrics": {"latency": {"unit": "ms", "percentile": 99}}, "slices": [
+        {"slice": s, "build": b, "metric": "latency", "values": [10 + s, 12.5, 11 + (b == "B")]}
+        for s in range(6) for b in ("A", "B")]}).encode()
+    raw = "slice,build,metric,value\n" + "".join(
+        f"{s},{b},latency,{v}\n" for s in range(4) for b in "AB" for v in (1.5, 2.5, 40))
+    return [own, raw.encode()] + [f.read_bytes() for f in sorted(data.glob("*.csv"))]
+
+
+def test_ab_parser_raises_only_its_error() -> None:
+    parsed, refused = _fuzz(
+        _ab_seeds(), lambda d: parse_ab_file(io.BytesIO(d), name="fuzz.json"),
+        ABFormatError, 10_000,
+    )
+    assert parsed > 100  # a valid A/B run has many fields a mutation can break
+    assert refused > 1_000
+
+
+def test_canary_observations_parser_raises_only_its_error() -> None:
+    seeds = [b"arm,value\nA,1.5\nB,2\nA,3e2\n",
+             b"arm,value,timestamp\nA,1,1700000000\nB,2.5,1700000001.5\n",
+             b"arm,timestamp\nA,10\nB,11\nA,12\n"]
+    parsed, refused = _fuzz(seeds, lambda d: parse_observations(d, "fuzz.json"),
+                            ObservationsError, 10_000)
+    assert parsed > 200
     assert refused > 1_000
 
 
@@ -139,6 +170,8 @@ def test_deep_nesting_is_refused(doc: bytes) -> None:
 _BOMB = """
 import resource, sys
 from ingest.traces import TraceError, parse_trace
+from ingest.ab import ABFormatError, parse_ab_file
+from ingest.canaries import ObservationsError, parse_observations
 from ingest.histograms import HistogramError, parse_histogram_file
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 for parse, error in ((parse_trace, TraceError), (parse_histogram_file, HistogramError)):
