@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
 from django.db.models import Count, QuerySet
 
@@ -205,7 +206,10 @@ def binary_values(query: QuerySet[Any], fields: Sequence[str]) -> list[tuple[Any
     values = query.values_list(*fields)
     if connection.vendor != "postgresql":
         return list(values)
-    sql, params = values.query.sql_with_params()
+    try:
+        sql, params = values.query.sql_with_params()
+    except EmptyResultSet:  # e.g. ``id__in=[]``: Django answers [] without a query
+        return []
     connection.ensure_connection()
     with psycopg.Cursor(connection.connection) as cursor:
         cursor.execute(sql, params, binary=True)
