@@ -53,13 +53,15 @@ def test_the_rejection_is_an_alert_of_the_shared_model(committed: Any, client: C
     alert = Alert.objects.get(detector=Alert.CANARY)
     assert (alert.canary, alert.subject, alert.direction) == (
         str(canary.pk), "play <b>", Alert.REGRESSION)
-    assert alert.effect_lo is not None and alert.effect_lo > 0  # the median rose
+    assert alert.effect_lo is not None
+    assert alert.effect_lo > 0  # the median rose
     assert alert.explanation.startswith("canary play <b>: regression. ")
     notify.notify_rejection(canary.pk)  # a second recording: still one alert
     assert Alert.objects.filter(detector=Alert.CANARY).count() == 1
     page = client.get("/alerts/?detector=canary").content.decode()
     assert page.count("data-group=") == AlertGroup.objects.filter(detector="canary").count() == 1
-    assert "play &lt;b&gt;" in page and "play <b>" not in page
+    assert "play &lt;b&gt;" in page
+    assert "play <b>" not in page
     assert notify_due_groups() == 0  # the alerts notifier sends nothing more
     assert len(mail.outbox) == 1
 
