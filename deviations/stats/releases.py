@@ -1082,7 +1082,7 @@ def _slice(ia: IntervalArray, s: slice) -> IntervalArray:
 SEGMENT_PENALTY: Final = 5.0
 """Penalty per change point of :func:`segment_verdicts`, in units of the scaled L1 cost
 (measured on the dashboard-sized simulation, docs/statistics.md §6c: 3 and 4 let false flags
-pass 0.3%, 7 and 10 lose recall at 5 runs)."""
+pass 0.3% at 5 runs, 7 loses 1.6 points of recall there)."""
 
 SPREAD_FLOOR: Final = 0.01
 """Smallest within-release spread of log times (1%): a function whose runs are all equal
@@ -1219,11 +1219,14 @@ def optimal_segments(log_times: npt.ArrayLike, penalty: float = SEGMENT_PENALTY)
     where :math:`y_{ri}` are the log times of run ``i`` of release ``r``,
     :math:`\tilde y_S` the median of all runs of the segment (the L1 / Laplace cost of
     a segment, robust to skew, second modes and outliers) and :math:`s` the function's
-    within-release spread: the median over releases of the mean absolute deviation
-    from the release's median (the Laplace scale's maximum-likelihood estimate), at
-    least :data:`SPREAD_FLOOR`. Scaling by :math:`s` makes one penalty fit every
-    function. The minimum is found exactly by optimal partitioning (Jackson et al.
-    2005; the recursion PELT prunes, Killick et al. 2012):
+    spread: the larger of the median over releases of the mean absolute deviation
+    from the release's median (the within-release Laplace scale's maximum-likelihood
+    estimate; releases of at least :data:`MIN_RUNS` runs) and the median absolute
+    difference of consecutive releases' medians (release-to-release jitter: real
+    releases differ by more than their runs do; on simulated series without jitter it
+    changes nothing measurable), at least :data:`SPREAD_FLOOR`. Scaling by :math:`s`
+    makes one penalty fit every function. The minimum is found exactly by optimal
+    partitioning (Jackson et al. 2005; the recursion PELT prunes, Killick et al. 2012):
     :math:`F(t) = \min_{s < t} F(s) + C(y_{s+1..t}) + \beta`, vectorised over
     functions: :math:`O(R^2)` segment costs, each from prefix tables of the runs in
     sorted order and a binary search for the segment's median (:func:`_partition`),
@@ -1251,7 +1254,10 @@ def optimal_segments(log_times: npt.ArrayLike, penalty: float = SEGMENT_PENALTY)
     with np.errstate(invalid="ignore", divide="ignore"):
         mad = np.nansum(np.abs(y - per_release[:, :, None]), axis=2) / count
     mad = np.where(count >= MIN_RUNS, mad, np.nan)
-    spread = _nanmedian_rows(mad)
+    # Real releases jitter more than their runs do: the typical move of the median from
+    # one release to the next bounds the spread from below.
+    jitter = _nanmedian_rows(np.abs(np.diff(per_release, axis=1)))
+    spread = np.fmax(_nanmedian_rows(mad), jitter)
     spread = np.where(np.isfinite(spread), np.maximum(spread, SPREAD_FLOOR), SPREAD_FLOOR)
     last = np.zeros((F, R + 1), dtype=np.int64)
     for lo in range(0, F, _SEGMENT_CHUNK):

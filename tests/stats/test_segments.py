@@ -21,7 +21,9 @@ def _brute_force(y: np.ndarray, penalty: float) -> np.ndarray:
     """The minimum of the penalised cost over every segmentation of one row."""
     R = y.shape[0]  # noqa: N806
     centre = np.nanmedian(y, axis=1)
-    spread = max(float(np.median(np.nanmean(np.abs(y - centre[:, None]), axis=1))), 0.01)
+    within = float(np.median(np.nanmean(np.abs(y - centre[:, None]), axis=1)))
+    jitter = float(np.median(np.abs(np.diff(centre))))
+    spread = max(within, jitter, 0.01)
 
     def cost(a: int, b: int) -> float:
         v = y[a:b].ravel()
