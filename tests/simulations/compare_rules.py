@@ -45,7 +45,12 @@ from typing import Literal
 import numpy as np
 
 from deviations.stats.intervals import median_ci_array
-from deviations.stats.releases import IMPROVEMENT, REGRESSION, compare_matrix
+from deviations.stats.releases import (
+    IMPROVEMENT,
+    REGRESSION,
+    compare_matrix,
+    segment_verdicts,
+)
 
 Generator = np.random.Generator
 Noise = Callable[[Generator, tuple[int, ...], np.ndarray], np.ndarray]
@@ -253,7 +258,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer functions and replicates")
     parser.add_argument("--seed", type=int, default=2017)
+    parser.add_argument("--seeds", type=int, default=0,
+                        help="print only the per-seed table of §6b over seeds 0 .. N-1")
     args = parser.parse_args(argv)
+    if args.seeds:
+        print_seed_table(range(args.seeds))
+        return
     functions = 200 if args.quick else 1000
     reps = 4000 if args.quick else 20000
     rows = rule_table((5, 10), functions, args.seed)
@@ -296,10 +306,6 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| {noise} | {cells} |")
 
 
-if __name__ == "__main__":
-    main()
-
-
 # --- issue 12: per-seed recall and false flags of both rules --------------------------------
 
 
@@ -333,6 +339,59 @@ def simulate_small(noise: str, runs: int, seed: int, *, functions: int = 30,
     return Series(samples=samples.astype(np.float64), step=step, stable=stable)
 
 
+def rule_verdicts(samples: np.ndarray, rule: str) -> np.ndarray:
+    """Verdict codes of ``paper``, ``recommended`` or ``segments`` (issue 12's segmentation,
+    ``stats.releases.segment_verdicts``, not yet a rule of the dashboard)."""
+    if rule == "segments":
+        return segment_verdicts(samples).verdict
+    return compare_matrix(samples, rule=rule).verdict  # type: ignore[arg-type]
+
+
+def both_ends(seeds: range, runs: int, rule: str) -> tuple[int, int]:
+    """Digressions two releases long with both ends found (right boundary and direction),
+    and how many were planted, over ``seeds`` and the four noise shapes."""
+    found = planted = 0
+    for seed in seeds:
+        for noise_i, noise in enumerate(NOISES):
+            s = simulate_small(noise, runs, seed=1000 * seed + 10 * noise_i + runs)
+            v = rule_verdicts(s.samples, rule)
+            correct = ((s.step > 0) & (v == REGRESSION)) | ((s.step < 0) & (v == IMPROVEMENT))
+            for f in range(s.step.shape[0]):
+                ks = np.flatnonzero(s.step[f])
+                if len(ks) == 2 and ks[1] - ks[0] == 2:
+                    planted += 1
+                    found += int(correct[f, ks].all())
+    return found, planted
+
+
+def print_seed_table(seeds: range) -> None:
+    """The per-seed table of docs/statistics.md §6b: planted boundaries found / false flags
+    per stable boundary, each rule at 5 and 10 runs."""
+    rules = ("paper", "recommended", "segments")
+    cols = [(rule, runs) for rule in rules for runs in (5, 10)]
+    tables = {c: seed_table(seeds, c[1], c[0]) for c in cols}
+    print("| seed | " + " | ".join(f"{r}, {n} runs" for r, n in cols) + " |")
+    print("|---" * (len(cols) + 1) + "|")
+    for i, seed in enumerate(seeds):
+        cells = []
+        for c in cols:
+            _, found, planted, false, stable = tables[c][i]
+            cells.append(f"{100 * found / planted:.0f}% / {100 * false / stable:.2f}%")
+        print(f"| {seed} | " + " | ".join(cells) + " |")
+    cells = []
+    for c in cols:
+        t = tables[c]
+        found = sum(r[1] for r in t) / sum(r[2] for r in t)
+        false = sum(r[3] for r in t) / sum(r[4] for r in t)
+        worst = max(r[3] / r[4] for r in t)
+        cells.append(f"**{100 * found:.1f}% / {100 * false:.2f}%** (worst seed {100 * worst:.2f}%)")
+    print("| all | " + " | ".join(cells) + " |")
+    print("\nDigressions two releases long with both ends found:")
+    for rule, runs in cols:
+        got, planted = both_ends(seeds, runs, rule)
+        print(f"- {rule}, {runs} runs: {got} of {planted}")
+
+
 def seed_table(seeds: range, runs: int, rule: str) -> list[tuple[int, int, int, int, int]]:
     """Per seed (all four noise shapes): (seed, steps found, steps planted, false flags,
     stable boundaries)."""
@@ -341,7 +400,7 @@ def seed_table(seeds: range, runs: int, rule: str) -> list[tuple[int, int, int, 
         found = planted = false = stable = 0
         for noise_i, noise in enumerate(NOISES):
             s = simulate_small(noise, runs, seed=1000 * seed + 10 * noise_i + runs)
-            v = compare_matrix(s.samples, rule=rule).verdict  # type: ignore[arg-type]
+            v = rule_verdicts(s.samples, rule)
             correct = ((s.step > 0) & (v == REGRESSION)) | ((s.step < 0) & (v == IMPROVEMENT))
             flagged = (v == REGRESSION) | (v == IMPROVEMENT)
             found += int(correct[s.step != 0].sum())
@@ -350,3 +409,7 @@ def seed_table(seeds: range, runs: int, rule: str) -> list[tuple[int, int, int, 
             stable += int(s.stable.sum() * v.shape[1])
         out.append((seed, found, planted, false, stable))
     return out
+
+
+if __name__ == "__main__":
+    main()
