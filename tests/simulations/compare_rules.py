@@ -92,6 +92,21 @@ class Series:
     stable: np.ndarray  # (functions,) bool
 
 
+def _start(noise: str, functions: int, releases: int, seed: int) -> tuple[
+    np.random.Generator, np.ndarray, np.ndarray, np.ndarray, np.ndarray
+]:
+    """The generator, each function's base time (µs; 3–8 when quantised, log-uniform in
+    50–5,000 otherwise), its log level per release, no step yet, every function stable."""
+    rng = np.random.default_rng(seed)
+    if noise == "quantised":
+        base = rng.uniform(3.0, 8.0, functions)
+    else:
+        base = np.exp(rng.uniform(np.log(50.0), np.log(5000.0), functions))
+    log_level = np.tile(np.log(base)[:, None], (1, releases))
+    step = np.zeros((functions, releases - 1), dtype=np.int64)
+    return rng, base, log_level, step, np.ones(functions, dtype=bool)
+
+
 def simulate(
     noise: str,
     runs: int,
@@ -103,15 +118,8 @@ def simulate(
     seed: int = 0,
 ) -> Series:
     """One seeded functions × releases × runs matrix with planted steps."""
-    rng = np.random.default_rng(seed)
+    rng, base, log_level, step, stable = _start(noise, functions, releases, seed)
     pairs = releases - 1
-    if noise == "quantised":
-        base = rng.uniform(3.0, 8.0, functions)
-    else:
-        base = np.exp(rng.uniform(np.log(50.0), np.log(5000.0), functions))
-    log_level = np.tile(np.log(base)[:, None], (1, releases))
-    step = np.zeros((functions, pairs), dtype=np.int64)
-    stable = np.ones(functions, dtype=bool)
     for f in range(functions // 2, functions):
         stable[f] = False
         size = np.exp(rng.uniform(np.log(1.6), np.log(3.0)))  # log-uniform in [1.6, 3]
@@ -314,15 +322,8 @@ def simulate_small(noise: str, runs: int, seed: int, *, functions: int = 30,
     """A dashboard-sized series (issue 12): 24 releases × 30 functions, half stable; the
     others get one step of ×1.6, ×2 or ×3 (up or down), half of them coming back after
     2–4 releases (a digression: both ends are planted boundaries)."""
-    rng = np.random.default_rng(seed)
+    rng, base, log_level, step, stable = _start(noise, functions, releases, seed)
     pairs = releases - 1
-    if noise == "quantised":
-        base = rng.uniform(3.0, 8.0, functions)
-    else:
-        base = np.exp(rng.uniform(np.log(50.0), np.log(5000.0), functions))
-    log_level = np.tile(np.log(base)[:, None], (1, releases))
-    step = np.zeros((functions, pairs), dtype=np.int64)
-    stable = np.ones(functions, dtype=bool)
     for f in range(functions // 2, functions):
         stable[f] = False
         size = float(rng.choice([1.6, 2.0, 3.0]))
