@@ -367,8 +367,9 @@ class FunctionDetail:
 
 
 def latest_deviations(series: Series) -> dict[str, Any] | None:
-    """Regressions and improvements of the last analysed release pair (self, median, paper)."""
-    found = stored_analysis(series, "self", "median", "paper")
+    """Regressions and improvements of the last analysed release pair (self time, median,
+    the series' rule: the one its matrix shows by default)."""
+    found = stored_analysis(series, "self", "median", series.default_rule)
     if found is None or found["verdict"].shape[1] == 0:
         return None
     last = found["verdict"][:, -1]
