@@ -9,7 +9,7 @@ from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from deviations.core.queue import enqueue
-from deviations.traces import analysis, notify
+from deviations.traces import analysis, notify, store
 from deviations.traces.models import Series
 
 
@@ -23,10 +23,14 @@ def analyse_series(series_id: int) -> str:
     """Recompute a series' statistics unless a stored analysis already saw every run.
 
     Each finished run sends one; the first to run covers the others, which then find the
-    analysis up to date. Its alerts follow (in-process in the embedded default).
+    analysis up to date. Its alerts follow (in-process in the embedded default), only when
+    this call stored a new analysis: the others would re-sync the same verdicts (seconds
+    for a series with thousands of alerts); due groups are also emailed by the beat.
     """
+    before = store.generation(series_id)
     result = analysis.analyse_series(series_id)
-    enqueue(series_alerts, series_id)
+    if store.generation(series_id) != before:
+        enqueue(series_alerts, series_id)
     return result
 
 

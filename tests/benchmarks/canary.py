@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.benchmarks.pages import PG, PROJECT_ROOT, free_port, recreate_database
+from tests.benchmarks.pages import PG, PROJECT_ROOT, free_port, recreate_database, wait_for
 
 
 def _tree_cpu(root: int) -> float:
@@ -80,21 +80,6 @@ print(ApiToken.issue(user, "bench")[1], canary.pk)
                          capture_output=True, text=True)
     token, canary_id = out.stdout.strip().splitlines()[-1].split()
     return token, int(canary_id)
-
-
-def wait_ready(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            conn.request("GET", "/api/canaries")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("gunicorn did not answer")
-        time.sleep(0.5)
 
 
 class Feeder:
@@ -223,7 +208,7 @@ def main() -> None:
             [sys.executable, "-m", "celery", "-A", "deviations.celery", "worker",
              "--concurrency=1", "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
             cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
-        wait_ready(port, procs[0])
+        wait_for(port, procs[0], "/api/canaries")
         cpu_before = [_tree_cpu(p.pid) for p in procs]
         result = run(port, token, canary_id, args)
         result["cpu"] = [_tree_cpu(p.pid) - before for p, before in zip(procs, cpu_before,

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.benchmarks.pages import PG, PROJECT_ROOT, SERIES, free_port, recreate_database
+from tests.benchmarks.pages import PG, PROJECT_ROOT, SERIES, free_port, recreate_database, wait_for
 
 REDIS = "redis://127.0.0.1:6379/12"
 
@@ -147,21 +147,6 @@ def run_load(port: int, token: str, seconds: float, users: int, uploaders: int,
     return {"page_ms": page_ms, "upload_ms": upload_ms, "errors": errors}
 
 
-def wait_up(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-            conn.request("GET", f"/series/{SERIES}/")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("gunicorn did not answer")
-        time.sleep(0.5)
-
-
 def bench(form: str, args: argparse.Namespace) -> str:
     tmp = Path(tempfile.mkdtemp(prefix=f"load-{form}-"))
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
@@ -188,7 +173,7 @@ def bench(form: str, args: argparse.Namespace) -> str:
                 [sys.executable, "-m", "celery", "-A", "deviations.celery", "worker",
                  "--concurrency=2", "--loglevel=WARNING"],
                 cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
-        wait_up(port, procs[0])
+        wait_for(port, procs[0], f"/series/{SERIES}/")
         result = run_load(port, token, args.seconds, args.users, args.uploaders,
                           args.functions)
     finally:

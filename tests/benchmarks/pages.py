@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import http.client
 import os
 import socket
 import statistics
@@ -186,6 +187,23 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def wait_for(port: int, proc: subprocess.Popen[bytes], path: str) -> None:
+    """Until ``GET path`` on the server at ``port`` answers 200 (2 minutes at most, or the
+    server process exits)."""
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            conn.request("GET", path)
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("gunicorn did not answer")
+        time.sleep(0.5)
 
 
 def render_time(database: str, repeat: int) -> float:
