@@ -138,7 +138,10 @@ def _assembled(series: Series, query: MatrixQuery) -> _Assembled | None:
         assembled = _Assembled(found, names, [n.casefold() for n in names], {})
         return assembled, size
 
-    return memo.remembered(("matrix", series.pk, generation, *view), make)
+    # The verdicts are read through the series' minimum practical change
+    # (selectors.stored_analysis): a change of it is a new key, like a new analysis.
+    thresholds = (series.min_relative_change, series.min_absolute_change_us)
+    return memo.remembered(("matrix", series.pk, generation, *view, *thresholds), make)
 
 
 def _ranks(found: dict[str, np.ndarray], start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:

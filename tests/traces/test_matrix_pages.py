@@ -235,6 +235,20 @@ def test_matrix_pages_keep_what_they_assembled_until_a_new_analysis(
     assert "1.4" in {x for t in figure["data"] for x in t["x"]}
 
 
+def test_a_new_minimum_change_shows_at_once_on_a_kept_page(client: Client, series: str) -> None:
+    """The kept matrix is read through the series' minimum practical change: changing it
+    (admin, API) must not wait for the next analysis."""
+    from deviations.traces.models import Series
+
+    def regressions() -> list[str]:
+        figure = figure_of(client.get("/series/s/?rule=paper").content.decode(), "matrix-figure")
+        return [y for t in figure["data"] if t["name"] == "regression" for y in t["y"]]
+
+    assert regressions() == ["Paint"]
+    Series.objects.filter(name="s").update(min_absolute_change_us=1_000)  # Paint: +200 µs
+    assert regressions() == []
+
+
 def test_kept_arrays_cannot_be_modified(series: str) -> None:
     from deviations.traces.matrix import _assembled
     from deviations.traces.models import Series
