@@ -89,6 +89,8 @@ __all__ = [
     "NONSIGNIFICANT_OVERLAP",
     "NO_VERDICT",
     "REGRESSION",
+    "SEGMENT_PENALTY",
+    "SEGMENT_PROVISIONAL",
     "SIGNIFICANT_OVERLAP",
     "VANISHED",
     "VERDICTS",
@@ -115,7 +117,7 @@ __all__ = [
 ]
 
 Estimator = Literal["median", "mean"]
-Rule = Literal["paper", "recommended"]
+Rule = Literal["paper", "recommended", "segments"]
 Verdict = Literal[
     "nonsignificant_overlap", "significant_overlap", "regression", "improvement", "appeared",
     "vanished",
@@ -601,7 +603,7 @@ def provisional_pairs(pairs: int, rule: Rule, window: int = 3) -> BoolArray:
     ----------
     pairs : int
         Consecutive pairs of the series (releases − 1).
-    rule : {"paper", "recommended"}
+    rule : {"paper", "recommended", "segments"}
     window : int, default 3
         The recommended rule's window.
 
@@ -619,12 +621,17 @@ def provisional_pairs(pairs: int, rule: Rule, window: int = 3) -> BoolArray:
     exists, so the last ``3w - 3`` boundaries (6 with ``w = 3``) are provisional.
     (The Benjamini–Hochberg step is global, so any verdict near its threshold can
     still move with new p-values; that is rare and not marked.)
+    ``segments`` (:func:`segment_verdicts`): the segmentation is global, so any verdict
+    may move; measured, 95% of the verdict changes happen within the last
+    :data:`SEGMENT_PROVISIONAL` boundaries, which are provisional (``window`` unused).
     """
     if pairs < 0 or window < 1:
         raise ValueError("pairs must be >= 0 and window >= 1")
     out = np.zeros(pairs, dtype=np.bool_)
     if rule == "recommended":
         out[max(0, pairs - (3 * window - 3)) :] = True
+    elif rule == "segments":
+        out[max(0, pairs - SEGMENT_PROVISIONAL) :] = True
     elif rule != "paper":
         raise ValueError(f"unknown rule {rule!r}")
     return out
@@ -1083,6 +1090,11 @@ SEGMENT_PENALTY: Final = 5.0
 """Penalty per change point of :func:`segment_verdicts`, in units of the scaled L1 cost
 (measured on the dashboard-sized simulation, docs/statistics.md §6c: 3 and 4 let false flags
 pass 0.3% at 5 runs, 7 loses 1.6 points of recall there)."""
+
+SEGMENT_PROVISIONAL: Final = 9
+"""Last boundaries whose :func:`segment_verdicts` verdict is provisional: ≥ 95% of the
+verdict changes as releases are added happen within this many boundaries of the newest
+release (measured, docs/statistics.md §6c)."""
 
 SPREAD_FLOOR: Final = 0.01
 """Smallest within-release spread of log times (1%): a function whose runs are all equal

@@ -501,6 +501,16 @@ def test_provisional_pairs_are_the_recommended_rules_unfilled_windows():
     assert releases_module.provisional_pairs(2, "recommended").all()
 
 
+def test_provisional_pairs_of_the_segments_rule_are_the_last_measured_span():
+    span = releases_module.SEGMENT_PROVISIONAL
+    late = releases_module.provisional_pairs(span + 4, "segments")
+    assert late.tolist() == [False] * 4 + [True] * span
+    assert releases_module.provisional_pairs(span - 1, "segments").all()
+    assert releases_module.provisional_pairs(0, "segments").shape == (0,)
+    with pytest.raises(ValueError, match="unknown rule"):
+        releases_module.provisional_pairs(3, "window")  # type: ignore[arg-type]
+
+
 def test_a_verdict_outside_the_provisional_pairs_no_longer_changes():
     """Adding releases changes a boundary's verdict only while it is among the last
     3 w - 3 (the window tests, the local maximum and the placement); beyond, only the
