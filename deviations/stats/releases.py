@@ -1086,19 +1086,22 @@ def _slice(ia: IntervalArray, s: slice) -> IntervalArray:
 
 # --- issue 12: segmentation of each function's series (selectable, measured) -----------------
 
-SEGMENT_PENALTY: Final = 5.0
-"""Penalty per change point of :func:`segment_verdicts`, in units of the scaled L1 cost
-(measured on the dashboard-sized simulation, docs/statistics.md §6c: 3 and 4 let false flags
-pass 0.3% at 5 runs, 7 loses 1.6 points of recall there)."""
+SEGMENT_PENALTY: Final = 18.0
+"""Penalty per change point of :func:`segment_verdicts`, in units of the scaled
+empirical-distribution cost (:func:`optimal_segments`). Measured on the dashboard-sized
+simulation (docs/statistics.md §6c, seeds 0–19): 14 lets false flags reach 0.30% at 10
+runs, 25 loses 7 points of recall at 5 runs; 16–19 all meet the targets."""
+
+SEGMENT_MAX_LENGTH: Final = 30
+"""Longest segment of :func:`optimal_segments`, in releases: the cost grows with releases
+× this length instead of releases squared. A level held longer gets a cut the rank test
+does not confirm (docs/statistics.md §6c measures recall and false flags with and
+without)."""
 
 SEGMENT_PROVISIONAL: Final = 9
 """Last boundaries whose :func:`segment_verdicts` verdict is provisional: ≥ 95% of the
 verdict changes as releases are added happen within this many boundaries of the newest
 release (measured, docs/statistics.md §6c)."""
-
-SPREAD_FLOOR: Final = 0.01
-"""Smallest within-release spread of log times (1%): a function whose runs are all equal
-would otherwise make every change infinitely costly to ignore."""
 
 
 @dataclass(frozen=True)
@@ -1143,76 +1146,111 @@ def _nanmedian_rows(a: FloatArray) -> FloatArray:
     return out
 
 
+def _ed_quantiles(y: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The quantiles of each function's empirical-distribution cost and its scale.
+
+    For a function with ``N`` finite runs (``N >= 2``), ``K = ceil(4 log N)`` levels
+    ``q_k``: the quantiles (linear interpolation, as ``numpy.nanquantile``) of all its runs
+    at ``p_k = 1 / (1 + (2N - 1) exp(c (2k - 1) / K))``, ``c = -log(2N - 1)``, ``k = 1..K``
+    (Haynes et al. 2017, §3: more levels in the tails). Columns past a function's ``K``
+    are ``-inf`` (they count no run and add nothing to the cost). The scale is
+    ``-2c / K`` (0 below two runs).
+
+    Returns ``(levels, scale)`` of shapes (functions, max K) and (functions,).
+    """
+    F = y.shape[0]  # noqa: N806
+    flat = np.sort(y.reshape(F, -1), axis=1)  # NaN sort last
+    count = np.sum(~np.isnan(flat), axis=1)
+    n_all = np.maximum(count, 2).astype(np.float64)
+    levels_k = np.where(count >= 2, np.ceil(4.0 * np.log(n_all)), 0).astype(np.int64)
+    width = max(int(levels_k.max()), 1) if F else 1
+    k = np.arange(1, width + 1)[None, :]
+    c = -np.log(2.0 * n_all - 1.0)[:, None]
+    kf = np.maximum(levels_k, 1)[:, None]
+    p = 1.0 / (1.0 + (2.0 * n_all[:, None] - 1.0) * np.exp(c / kf * (2 * k - 1)))
+    # numpy.quantile's "linear" method, operation for operation (a level landing on a run
+    # counts it half, so the last bit matters).
+    pos = (n_all[:, None] - 1.0) * p
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.minimum(lo + 1, np.maximum(count - 1, 0)[:, None])
+    frac = pos - lo
+    a = np.take_along_axis(flat, lo, axis=1)
+    b = np.take_along_axis(flat, hi, axis=1)
+    q = np.where(frac >= 0.5, b - (b - a) * (1.0 - frac), a + (b - a) * frac)
+    levels: FloatArray = np.where(k <= levels_k[:, None], q, -np.inf)
+    scale: FloatArray = np.where(levels_k > 0, -2.0 * c[:, 0] / np.maximum(levels_k, 1), 0.0)
+    return levels, scale
+
+
 _SEGMENT_CHUNK: Final = 128
-"""Functions segmented at once (bounds the prefix tables of :func:`_partition`)."""
+"""Functions segmented at once (bounds the per-run comparisons of :func:`_partition`)."""
 
 
-def _partition(y: FloatArray, spread: FloatArray, penalty: float) -> IntArray:
+def _partition(y: FloatArray, penalty: float, max_length: int) -> IntArray:
     """Optimal partitioning of each row of ``y`` (functions, releases, runs): ``last[:, t]``
     is the first release of the last segment of the best segmentation of releases
-    ``0 .. t-1``.
+    ``0 .. t-1`` into segments of at most ``max_length`` releases.
 
-    The cost of a segment comes from prefix tables over each function's runs in sorted
-    order: ``count[r, v]`` runs of releases ``< r`` among the ``v`` smallest, ``total[r, v]``
-    their sum. The lower median of releases ``s .. t-1`` is the run at the smallest rank
-    ``v`` with ``count[t, v+1] - count[s, v+1]`` above half the segment (binary search,
-    every ``s`` at once), and ``sum |y - m| = S - 2 S_< + m (2 c_< - n)`` with ``c_<`` and
-    ``S_<`` the segment's runs below that rank (any median gives the same L1 cost).
+    The cost of releases ``s .. t-1`` comes from prefix tables over releases: ``below[r, k]``
+    is twice the empirical distribution function at level ``q_k`` times the runs of
+    releases ``< r`` (``2 #(y < q_k) + #(y = q_k)``, an integer), ``size[r]`` their runs.
+    With ``g(x) = x log x`` tabulated at half-integers, the segment's cost is
+    ``scale · Σ_k [g(n) - g(m_k) - g(n - m_k)]`` (``n`` runs, ``m_k`` of them below
+    ``q_k``), which is ``-scale · n Σ_k [F log F + (1 - F) log(1 - F)]``.
     """
-    F, R, n = y.shape  # noqa: N806
-    N = R * n  # noqa: N806
-    flat = y.reshape(F, N)
-    order = np.argsort(np.where(np.isnan(flat), np.inf, flat), axis=1, kind="stable")
-    values = np.take_along_axis(flat, order, axis=1)
-    valid = ~np.isnan(values)
-    # Centre each function: smaller sums, the same costs.
-    centre = np.where(valid.any(axis=1), np.nanmean(np.where(valid, values, 0.0), axis=1), 0.0)
-    values = np.where(valid, values - centre[:, None], 0.0)
-    release = order // n
-    # before[f, r, v]: the run of rank v is valid and from a release < r.
-    before = (release[:, None, :] < np.arange(R + 1)[None, :, None]) & valid[:, None, :]
-    count = np.zeros((F, R + 1, N + 1), dtype=np.int32)
-    total = np.zeros((F, R + 1, N + 1))
-    np.cumsum(before, axis=2, out=count[:, :, 1:])
-    np.cumsum(np.where(before, values[:, None, :], 0.0), axis=2, out=total[:, :, 1:])
+    F, R, _ = y.shape  # noqa: N806
+    levels, scale = _ed_quantiles(y)
+    K = levels.shape[1]  # noqa: N806
+    # int32 counts: half the memory traffic of the lookups below (a series would need
+    # over a billion runs to overflow them).
+    below = np.zeros((F, R + 1, K), dtype=np.int32)
+    doubled = 2 * np.sum(y[:, :, :, None] < levels[:, None, None, :], axis=2) + np.sum(
+        y[:, :, :, None] == levels[:, None, None, :], axis=2
+    )
+    np.cumsum(doubled, axis=1, out=below[:, 1:])
+    size = np.zeros((F, R + 1), dtype=np.int32)
+    np.cumsum(2 * np.sum(~np.isnan(y), axis=2), axis=1, out=size[:, 1:])
+    half = np.arange(int(size[:, R].max(initial=0)) + 1) / 2.0
+    g = np.zeros(half.shape)
+    np.multiply(half[1:], np.log(half[1:]), out=g[1:])  # g(j / 2), j = 0, 1, ...
     best = np.zeros((F, R + 1))
     last = np.zeros((F, R + 1), dtype=np.int64)
-    f = np.arange(F)[:, None]
+    rows = np.arange(F)
     for t in range(1, R + 1):
-        s = np.arange(t)[None, :]
-        size = count[:, t, N][:, None] - count[f, s, N]  # (F, t)
-        need = (size - 1) // 2 + 1  # runs up to and including the lower median
-        low = np.zeros((F, t), dtype=np.int64)
-        high = np.full((F, t), N - 1, dtype=np.int64)
-        while True:  # smallest v with count(t, v+1) - count(s, v+1) >= need
-            active = low < high
-            if not active.any():
-                break
-            mid = (low + high) // 2
-            enough = count[f, t, mid + 1] - count[f, s, mid + 1] >= need
-            high = np.where(active & enough, mid, high)
-            low = np.where(active & ~enough, mid + 1, low)
-        m = values[f, low]
-        below = count[f, t, low] - count[f, s, low]
-        s_below = total[f, t, low] - total[f, s, low]
-        s_all = total[:, t, N][:, None] - total[f, s, N]
-        cost = np.where(size > 0, s_all - 2.0 * s_below + m * (2 * below - size), 0.0)
-        cost = np.maximum(cost, 0.0) / spread[:, None]
-        candidates = best[:, :t] + cost + np.where(np.arange(t) > 0, penalty, 0.0)
-        last[:, t] = np.argmin(candidates, axis=1)
-        best[:, t] = candidates[np.arange(F), last[:, t]]
+        s0 = max(0, t - max_length)
+        m = below[:, t, None, :] - below[:, s0:t, :]  # (F, t - s0, K), doubled
+        n = size[:, t, None] - size[:, s0:t]  # (F, t - s0), doubled
+        terms = g[m]
+        terms += g[n[:, :, None] - m]
+        cost = scale[:, None] * (K * g[n] - np.add.reduce(terms, axis=2))
+        candidates = best[:, s0:t] + cost
+        if s0 == 0:
+            candidates[:, 1:] += penalty
+        else:
+            candidates += penalty
+        arg = np.argmin(candidates, axis=1)
+        last[:, t] = s0 + arg
+        best[:, t] = candidates[rows, arg]
     return last
 
 
-def optimal_segments(log_times: npt.ArrayLike, penalty: float = SEGMENT_PENALTY) -> BoolArray:
-    r"""Change points of the penalised L1 segmentation of each row's releases.
+def optimal_segments(
+    log_times: npt.ArrayLike,
+    penalty: float = SEGMENT_PENALTY,
+    *,
+    max_length: int | None = SEGMENT_MAX_LENGTH,
+) -> BoolArray:
+    r"""Change points of the penalised empirical-distribution segmentation of each row.
 
     Parameters
     ----------
     log_times : array_like of float64, shape (functions, releases, runs)
-        Log run times, NaN for missing runs.
+        Log run times, NaN for missing runs (any monotone transform gives the same
+        result: the cost depends on ranks only).
     penalty : float, default :data:`SEGMENT_PENALTY`
         Cost of one change point, :math:`\beta`.
+    max_length : int or None, default :data:`SEGMENT_MAX_LENGTH`
+        Longest segment, in releases; ``None``: unbounded.
 
     Returns
     -------
@@ -1225,56 +1263,49 @@ def optimal_segments(log_times: npt.ArrayLike, penalty: float = SEGMENT_PENALTY)
     Each function's releases are split into segments of consecutive releases
     minimising
 
-    .. math:: \sum_{\text{segments } S} \Big( \frac{1}{s} \sum_{r \in S}
-       \sum_{i} |y_{ri} - \tilde y_S| \Big) + \beta \, (\#\text{segments} - 1)
+    .. math:: \sum_{\text{segments } S} C(S) + \beta \, (\#\text{segments} - 1),\qquad
+       C(S) = -\frac{2c}{K} \, n_S \sum_{k=1}^{K} \Big[ \hat F_S(q_k) \log \hat F_S(q_k)
+       + \big(1 - \hat F_S(q_k)\big) \log\big(1 - \hat F_S(q_k)\big) \Big]
 
-    where :math:`y_{ri}` are the log times of run ``i`` of release ``r``,
-    :math:`\tilde y_S` the median of all runs of the segment (the L1 / Laplace cost of
-    a segment, robust to skew, second modes and outliers) and :math:`s` the function's
-    spread: the larger of the median over releases of the mean absolute deviation
-    from the release's median (the within-release Laplace scale's maximum-likelihood
-    estimate; releases of at least :data:`MIN_RUNS` runs) and the median absolute
-    difference of consecutive releases' medians (release-to-release jitter: real
-    releases differ by more than their runs do; on simulated series without jitter it
-    changes nothing measurable), at least :data:`SPREAD_FLOOR`. Scaling by :math:`s`
-    makes one penalty fit every function. The minimum is found exactly by optimal
-    partitioning (Jackson et al. 2005; the recursion PELT prunes, Killick et al. 2012):
-    :math:`F(t) = \min_{s < t} F(s) + C(y_{s+1..t}) + \beta`, vectorised over
-    functions: :math:`O(R^2)` segment costs, each from prefix tables of the runs in
-    sorted order and a binary search for the segment's median (:func:`_partition`),
-    :math:`O(R^2 \log(Rn))` per function for ``R`` releases of ``n`` runs; 4.7 s for
-    2,000 functions × 100 releases × 5 runs (docs/statistics.md §6c).
+    the nonparametric (empirical-distribution) cost of Zou et al. (2014) in the
+    discretised form of Haynes, Fearnhead & Eckley (2017, ``changepoint.np``):
+    :math:`n_S` runs in the segment, :math:`\hat F_S(q) = (\#\{y < q\} + \tfrac12
+    \#\{y = q\}) / n_S` its empirical distribution function, :math:`K = \lceil 4 \log N
+    \rceil` levels :math:`q_k` spread over the function's :math:`N` runs with more of
+    them in the tails, :math:`c = -\log(2N - 1)` (:func:`_ed_quantiles`). It is minus
+    the binomial log-likelihood of the segment's runs at each level, so a segment pays
+    for any change of the distribution (level, spread, the share of a second mode), not
+    only of its median, and it is scale-free (ranks only). The minimum is found exactly
+    by optimal partitioning (Jackson et al. 2005), vectorised over functions:
+    :math:`F(t) = \min_{t - L \le s < t} F(s) + C(s..t-1) + \beta`, ``L = max_length``;
+    each segment cost is :math:`O(K)` from prefix tables of the counts below each level
+    (:func:`_partition`): :math:`O(R \min(R, L) K)` per function of ``R`` releases.
 
     References
     ----------
     .. [1] B. Jackson et al., "An algorithm for optimal partitioning of data on an
        interval", IEEE Signal Processing Letters 12(2), 105-108, 2005.
-    .. [2] R. Killick, P. Fearnhead and I. A. Eckley, "Optimal detection of changepoints
-       with a linear computational cost", J. Amer. Statist. Assoc. 107(500), 1590-1598,
-       2012.
+    .. [2] C. Zou, G. Yin, L. Feng and Z. Wang, "Nonparametric maximum likelihood approach
+       to multiple change-point problems", Annals of Statistics 42(3), 970-1002, 2014.
+    .. [3] K. Haynes, P. Fearnhead and I. A. Eckley, "A computationally efficient
+       nonparametric approach for changepoint detection", Statistics and Computing
+       27(5), 1293-1305, 2017.
     """
     y = np.asarray(log_times, dtype=np.float64)
     if y.ndim != 3:
         raise ValueError(f"log_times must have shape (functions, releases, runs), got {y.shape}")
     if penalty < 0:
         raise ValueError("penalty must be >= 0")
+    if max_length is not None and max_length < 1:
+        raise ValueError("max_length must be >= 1 or None")
     F, R, n = y.shape  # noqa: N806
     if R < 2:
         return np.zeros((F, 0), dtype=np.bool_)
-    per_release = _nanmedian_rows(y.reshape(F * R, n)).reshape(F, R)
-    count = np.sum(~np.isnan(y), axis=2)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mad = np.nansum(np.abs(y - per_release[:, :, None]), axis=2) / count
-    mad = np.where(count >= MIN_RUNS, mad, np.nan)
-    # Real releases jitter more than their runs do: the typical move of the median from
-    # one release to the next bounds the spread from below.
-    jitter = _nanmedian_rows(np.abs(np.diff(per_release, axis=1)))
-    spread = np.fmax(_nanmedian_rows(mad), jitter)
-    spread = np.where(np.isfinite(spread), np.maximum(spread, SPREAD_FLOOR), SPREAD_FLOOR)
+    length = R if max_length is None else min(max_length, R)
     last = np.zeros((F, R + 1), dtype=np.int64)
     for lo in range(0, F, _SEGMENT_CHUNK):
         part = slice(lo, min(F, lo + _SEGMENT_CHUNK))
-        last[part] = _partition(y[part], spread[part], penalty)
+        last[part] = _partition(y[part], penalty, length)
     rows = np.arange(F)
     change = np.zeros((F, R - 1), dtype=np.bool_)
     t_now = np.full(F, R)
@@ -1295,6 +1326,7 @@ def segment_verdicts(
     fdr: float = 0.05,
     min_relative_effect: float = 0.1,
     direction: Direction = "lower_is_better",
+    max_length: int | None = SEGMENT_MAX_LENGTH,
 ) -> Segments:
     r"""Change points of each function's series, confirmed by rank tests (issue 12).
 
@@ -1309,6 +1341,8 @@ def segment_verdicts(
     min_relative_effect : float, default 0.1
         Smallest ``|shift|`` reported as a deviation (as :func:`compare_matrix`).
     direction : {"lower_is_better", "higher_is_better"}, default "lower_is_better"
+    max_length : int or None, default :data:`SEGMENT_MAX_LENGTH`
+        Longest segment, in releases, see :func:`optimal_segments`.
 
     Returns
     -------
@@ -1334,8 +1368,10 @@ def segment_verdicts(
 
     A segment lasts as long as the level holds, so a step is tested against all the
     releases since the previous change and until the next one: a 2-release digression
-    gets both ends, a step at the newest release is tested against the whole history.
-    Any verdict may change when releases are added (the segmentation is global).
+    gets both ends, a step at the newest release is tested against the history since
+    the previous change point (at most ``max_length`` releases). Any verdict may change
+    when releases are added (the segmentation is global); the last
+    :data:`SEGMENT_PROVISIONAL` boundaries are marked provisional (:func:`provisional_pairs`).
     """
     _check_direction(direction)
     if not 0.0 < fdr < 1.0:
@@ -1345,7 +1381,7 @@ def segment_verdicts(
         raise ValueError(f"samples must have shape (functions, releases, runs), got {x.shape}")
     F, R, n = x.shape  # noqa: N806
     y = _log_times(x)
-    change = optimal_segments(y, penalty)
+    change = optimal_segments(y, penalty, max_length=max_length)
     p = np.full((F, max(R - 1, 0)), np.nan)
     shift = np.full((F, max(R - 1, 0)), np.nan)
     f, k = np.nonzero(change)
@@ -1359,11 +1395,16 @@ def segment_verdicts(
         start = np.maximum.accumulate(np.where(cuts[:, :-1], release, 0), axis=1)
         end = np.minimum.accumulate(np.where(cuts[:, 1:], release + 1, R)[:, ::-1],
                                     axis=1)[:, ::-1]
-        left_mask = (release >= start[f, k][:, None]) & (release <= k[:, None])
-        right_mask = (release > k[:, None]) & (release < end[f, k + 1][:, None])
-        values = y[f]
-        left = np.where(left_mask[:, :, None], values, np.nan).reshape(len(f), -1)
-        right = np.where(right_mask[:, :, None], values, np.nan).reshape(len(f), -1)
+        # The runs of each side, as wide as the longest side (not the whole series).
+        before = k[:, None] - np.arange(int((k - start[f, k]).max()) + 1)[None, :]
+        after = k[:, None] + 1 + np.arange(int((end[f, k + 1] - k - 1).max()))[None, :]
+        in_left = before >= start[f, k][:, None]
+        in_right = after < end[f, k + 1][:, None]
+        rows = f[:, None]
+        left = np.where(in_left[:, :, None], y[rows, np.where(in_left, before, 0)],
+                        np.nan).reshape(len(f), -1)
+        right = np.where(in_right[:, :, None], y[rows, np.where(in_right, after, 0)],
+                         np.nan).reshape(len(f), -1)
         _, pv, _ = _mann_whitney_rows(left, right)
         p[f, k] = pv
         shift[f, k] = np.expm1(_nanmedian_rows(right) - _nanmedian_rows(left))
