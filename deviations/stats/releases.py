@@ -1098,10 +1098,11 @@ SEGMENT_MAX_LENGTH: Final = 30
 does not confirm (docs/statistics.md §6c measures recall and false flags with and
 without)."""
 
-SEGMENT_PROVISIONAL: Final = 9
-"""Last boundaries whose :func:`segment_verdicts` verdict is provisional: ≥ 95% of the
-verdict changes as releases are added happen within this many boundaries of the newest
-release (measured, docs/statistics.md §6c)."""
+SEGMENT_PROVISIONAL: Final = 14
+"""Last boundaries whose :func:`segment_verdicts` verdict is provisional. Measured by adding
+the releases of the dashboard-sized simulation one at a time (docs/statistics.md §6c,
+``python -m tests.simulations.compare_rules --provisional 20``): 95% of the verdict changes
+happen within 12 releases after the boundary at 5 runs, within 14 at 10 runs."""
 
 
 @dataclass(frozen=True)

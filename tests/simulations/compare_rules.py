@@ -268,9 +268,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=2017)
     parser.add_argument("--seeds", type=int, default=0,
                         help="print only the per-seed table of §6b over seeds 0 .. N-1")
+    parser.add_argument("--provisional", type=int, default=0,
+                        help="print only how late verdicts change (§6c) over seeds 0 .. N-1")
     args = parser.parse_args(argv)
     if args.seeds:
         print_seed_table(range(args.seeds))
+        return
+    if args.provisional:
+        print_late_changes(range(args.provisional))
         return
     functions = 200 if args.quick else 1000
     reps = 4000 if args.quick else 20000
@@ -391,6 +396,59 @@ def print_seed_table(seeds: range) -> None:
     for rule, runs in cols:
         got, planted = both_ends(seeds, runs, rule)
         print(f"- {rule}, {runs} runs: {got} of {planted}")
+
+
+def late_changes(seeds: range, runs: int, rule: str) -> tuple[list[int], int, int]:
+    """How late a verdict changes as releases arrive (docs/statistics.md §6c).
+
+    The releases of each series of ``seed_table`` (four noise shapes a seed) are added one
+    at a time. A *change* is a boundary whose flag (regression, improvement or none)
+    differs from the one shown with one release fewer; its *age* is the number of releases
+    after the boundary's later release once the new one is added (1 for the release right
+    after it). With the last ``n`` boundaries marked provisional, every change of age
+    ``<= n`` happens to a provisional verdict.
+
+    Returns the ages of every change, the flags shown that were later lost or flipped, and
+    the final flags.
+    """
+    ages: list[int] = []
+    lost = final_flags = 0
+    for seed in seeds:
+        for noise_i, noise in enumerate(NOISES):
+            s = simulate_small(noise, runs, seed=1000 * seed + 10 * noise_i + runs)
+            R = s.samples.shape[1]  # noqa: N806
+            shown = np.zeros(R - 1, dtype=np.int64)[None].repeat(s.samples.shape[0], 0)
+            ever: set[tuple[int, int, int]] = set()
+            for r in range(2, R + 1):
+                v = rule_verdicts(s.samples[:, :r], rule)
+                flag = np.where(v == REGRESSION, 1, np.where(v == IMPROVEMENT, -1, 0))
+                old = shown[:, : r - 2]
+                f, k = np.nonzero(flag[:, : r - 2] != old)
+                ages.extend((r - 2 - k).tolist())
+                shown[:, : r - 1] = flag
+                ever.update(zip(*np.nonzero(flag), flag[flag != 0].tolist(), strict=True))
+            final = {(f, k, int(shown[f, k])) for f, k in zip(*np.nonzero(shown), strict=True)}
+            final_flags += len(final)
+            lost += len({(f, k, d) for f, k, d in ever} - final)
+    return ages, lost, final_flags
+
+
+def provisional_span(ages: list[int], share: float = 0.95) -> int:
+    """Smallest ``n`` with at least ``share`` of the changes of age ``<= n``."""
+    if not ages:
+        return 0
+    return int(np.quantile(np.asarray(ages), share, method="inverted_cdf"))
+
+
+def print_late_changes(seeds: range) -> None:
+    for rule in ("recommended", "segments"):
+        for runs in (5, 10):
+            ages, lost, final = late_changes(seeds, runs, rule)
+            a = np.asarray(ages)
+            print(f"- {rule}, {runs} runs: {len(a)} changes, {(a <= 6).sum()} within 6 "
+                  f"releases, {(a <= 9).sum()} within 9, the latest at {a.max()}; 95% within "
+                  f"{provisional_span(ages)}; {lost} flags shown were later lost or flipped, "
+                  f"of {final} final flags")
 
 
 def seed_table(seeds: range, runs: int, rule: str) -> list[tuple[int, int, int, int, int]]:
