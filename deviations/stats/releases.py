@@ -89,7 +89,9 @@ __all__ = [
     "NONSIGNIFICANT_OVERLAP",
     "NO_VERDICT",
     "REGRESSION",
+    "SEGMENT_MAX_LENGTH",
     "SEGMENT_PENALTY",
+    "SEGMENT_PENALTY_RUNS",
     "SEGMENT_PROVISIONAL",
     "SIGNIFICANT_OVERLAP",
     "VANISHED",
@@ -1087,10 +1089,18 @@ def _slice(ia: IntervalArray, s: slice) -> IntervalArray:
 # --- issue 12: segmentation of each function's series (selectable, measured) -----------------
 
 SEGMENT_PENALTY: Final = 18.0
-"""Penalty per change point of :func:`segment_verdicts`, in units of the scaled
-empirical-distribution cost (:func:`optimal_segments`). Measured on the dashboard-sized
-simulation (docs/statistics.md §6c, seeds 0–19): 14 lets false flags reach 0.30% at 10
-runs, 25 loses 7 points of recall at 5 runs; 16–19 all meet the targets."""
+"""Penalty per change point of :func:`segment_verdicts` at up to
+:data:`SEGMENT_PENALTY_RUNS` runs per release, in units of the scaled empirical-distribution
+cost (:func:`optimal_segments`). Measured on the dashboard-sized simulation
+(docs/statistics.md §6c, seeds 0–19): 14 lets false flags reach 0.30% at 10 runs, 25 loses
+6.5 points of recall at 5 runs; 16–19 all meet the targets."""
+
+SEGMENT_PENALTY_RUNS: Final = 5
+"""With ``m`` runs per release (a function's median over its releases), the penalty is
+``SEGMENT_PENALTY * sqrt(max(1, m / SEGMENT_PENALTY_RUNS))``: a step's cost gain grows with
+the runs, so more runs afford a stricter penalty. Measured at 10 runs (β ≈ 25.5 instead of
+18): recall 99.0% → 98.9%, false flags 0.09% → 0.01%, flag changes later than 9 releases
+13% → 6.5%, 95% of them within 11 releases instead of 14 (docs/statistics.md §6c)."""
 
 SEGMENT_MAX_LENGTH: Final = 30
 """Longest segment of :func:`optimal_segments`, in releases: the cost grows with releases
@@ -1098,11 +1108,11 @@ SEGMENT_MAX_LENGTH: Final = 30
 does not confirm (docs/statistics.md §6c measures recall and false flags with and
 without)."""
 
-SEGMENT_PROVISIONAL: Final = 14
+SEGMENT_PROVISIONAL: Final = 12
 """Last boundaries whose :func:`segment_verdicts` verdict is provisional. Measured by adding
 the releases of the dashboard-sized simulation one at a time (docs/statistics.md §6c,
 ``python -m tests.simulations.compare_rules --provisional 20``): 95% of the verdict changes
-happen within 12 releases after the boundary at 5 runs, within 14 at 10 runs."""
+happen within 12 releases after the boundary at 5 runs, within 11 at 10 runs."""
 
 
 @dataclass(frozen=True)
@@ -1187,7 +1197,7 @@ _SEGMENT_CHUNK: Final = 128
 """Functions segmented at once (bounds the per-run comparisons of :func:`_partition`)."""
 
 
-def _partition(y: FloatArray, penalty: float, max_length: int) -> IntArray:
+def _partition(y: FloatArray, penalty: FloatArray, max_length: int) -> IntArray:
     """Optimal partitioning of each row of ``y`` (functions, releases, runs): ``last[:, t]``
     is the first release of the last segment of the best segmentation of releases
     ``0 .. t-1`` into segments of at most ``max_length`` releases.
@@ -1226,9 +1236,9 @@ def _partition(y: FloatArray, penalty: float, max_length: int) -> IntArray:
         cost = scale[:, None] * (K * g[n] - np.add.reduce(terms, axis=2))
         candidates = best[:, s0:t] + cost
         if s0 == 0:
-            candidates[:, 1:] += penalty
+            candidates[:, 1:] += penalty[:, None]
         else:
-            candidates += penalty
+            candidates += penalty[:, None]
         arg = np.argmin(candidates, axis=1)
         last[:, t] = s0 + arg
         best[:, t] = candidates[rows, arg]
@@ -1237,7 +1247,7 @@ def _partition(y: FloatArray, penalty: float, max_length: int) -> IntArray:
 
 def optimal_segments(
     log_times: npt.ArrayLike,
-    penalty: float = SEGMENT_PENALTY,
+    penalty: float | npt.ArrayLike = SEGMENT_PENALTY,
     *,
     max_length: int | None = SEGMENT_MAX_LENGTH,
 ) -> BoolArray:
@@ -1248,8 +1258,8 @@ def optimal_segments(
     log_times : array_like of float64, shape (functions, releases, runs)
         Log run times, NaN for missing runs (any monotone transform gives the same
         result: the cost depends on ranks only).
-    penalty : float, default :data:`SEGMENT_PENALTY`
-        Cost of one change point, :math:`\beta`.
+    penalty : float or array_like of shape (functions,), default :data:`SEGMENT_PENALTY`
+        Cost of one change point, :math:`\beta`, for every function or for each.
     max_length : int or None, default :data:`SEGMENT_MAX_LENGTH`
         Longest segment, in releases; ``None``: unbounded.
 
@@ -1295,18 +1305,19 @@ def optimal_segments(
     y = np.asarray(log_times, dtype=np.float64)
     if y.ndim != 3:
         raise ValueError(f"log_times must have shape (functions, releases, runs), got {y.shape}")
-    if penalty < 0:
+    F, R, n = y.shape  # noqa: N806
+    beta = np.broadcast_to(np.asarray(penalty, dtype=np.float64), (F,))
+    if not np.all(beta >= 0):
         raise ValueError("penalty must be >= 0")
     if max_length is not None and max_length < 1:
         raise ValueError("max_length must be >= 1 or None")
-    F, R, n = y.shape  # noqa: N806
     if R < 2:
         return np.zeros((F, 0), dtype=np.bool_)
     length = R if max_length is None else min(max_length, R)
     last = np.zeros((F, R + 1), dtype=np.int64)
     for lo in range(0, F, _SEGMENT_CHUNK):
         part = slice(lo, min(F, lo + _SEGMENT_CHUNK))
-        last[part] = _partition(y[part], penalty, length)
+        last[part] = _partition(y[part], beta[part], length)
     rows = np.arange(F)
     change = np.zeros((F, R - 1), dtype=np.bool_)
     t_now = np.full(F, R)
@@ -1336,7 +1347,9 @@ def segment_verdicts(
     samples : array_like of float64, shape (functions, releases, runs)
         Run times, NaN-padded; values ``<= 0`` (absent releases) are left out.
     penalty : float, default :data:`SEGMENT_PENALTY`
-        Per change point, see :func:`optimal_segments`.
+        Per change point at up to :data:`SEGMENT_PENALTY_RUNS` runs per release; a
+        function with a median of ``m`` runs per release gets
+        ``penalty * sqrt(max(1, m / SEGMENT_PENALTY_RUNS))``, see :func:`optimal_segments`.
     fdr : float, default 0.05
         False-discovery rate of the Benjamini–Hochberg step.
     min_relative_effect : float, default 0.1
@@ -1351,7 +1364,7 @@ def segment_verdicts(
 
     Notes
     -----
-    1. :func:`optimal_segments` of the log times;
+    1. :func:`optimal_segments` of the log times, with the penalty above;
     2. each change point ``k`` is tested: Mann–Whitney U (Mann & Whitney 1947, exact
        where :func:`compare_matrix` says so) of the runs of the segment ending at
        release ``k`` against the runs of the segment starting at ``k+1``;
@@ -1382,7 +1395,12 @@ def segment_verdicts(
         raise ValueError(f"samples must have shape (functions, releases, runs), got {x.shape}")
     F, R, n = x.shape  # noqa: N806
     y = _log_times(x)
-    change = optimal_segments(y, penalty, max_length=max_length)
+    if penalty < 0:
+        raise ValueError("penalty must be >= 0")
+    given = np.sum(~np.isnan(y), axis=2).astype(np.float64)
+    per_release = _nanmedian_rows(np.where(given > 0, given, np.nan))
+    scale = np.sqrt(np.fmax(1.0, per_release / SEGMENT_PENALTY_RUNS))  # NaN: no runs → 1
+    change = optimal_segments(y, penalty * scale, max_length=max_length)
     p = np.full((F, max(R - 1, 0)), np.nan)
     shift = np.full((F, max(R - 1, 0)), np.nan)
     f, k = np.nonzero(change)

@@ -262,3 +262,23 @@ def test_verdicts_outside_the_provisional_span_rarely_change():
         assert len(ages) > 100
         assert np.mean(np.asarray(ages) <= span) >= 0.95, runs
     assert releases_module.provisional_pairs(30, "segments").sum() == span
+
+
+def test_the_penalty_grows_with_the_runs_per_release():
+    """segment_verdicts passes SEGMENT_PENALTY × sqrt(max(1, m / SEGMENT_PENALTY_RUNS)) per
+    function, m its median runs per release (releases without runs left out)."""
+    rng = np.random.default_rng(7)
+    x = rng.lognormal(3.0, 0.3, (4, 12, 20))
+    x[0, :, 5:] = np.nan  # 5 runs
+    x[1, :, 10:] = np.nan  # 10 runs
+    x[2, :, 3:] = np.nan  # 3 runs: never below the base penalty
+    x[3, :4] = np.nan  # 20 runs where there are any
+    x[3, 4:6] = 0.0  # absent: no positive run, left out like missing ones
+    base = releases_module.SEGMENT_PENALTY
+    beta = base * np.sqrt(np.array([1.0, 2.0, 1.0, 4.0]))
+    y = np.log(np.where(x > 0, x, np.nan))
+    for penalty in (1.0, 4.0, base):
+        want = optimal_segments(y, beta * penalty / base)
+        assert np.array_equal(segment_verdicts(x, penalty=penalty).change, want)
+    with pytest.raises(ValueError, match="penalty"):
+        segment_verdicts(x, penalty=-1.0)
