@@ -64,9 +64,7 @@ from deviations.stats.intervals import (
 )
 from deviations.stats.multiple import benjamini_hochberg_rejections
 from deviations.stats.releases import (
-    APPEARED,
     NO_VERDICT,
-    VANISHED,
     absent_releases,
     adjacent_change,
     digressions,
@@ -522,8 +520,11 @@ def segment_arrays(state: MetricArrays, samples: np.ndarray) -> dict[str, np.nda
     """
     got = segment_verdicts(samples, fdr=FDR, min_relative_effect=MIN_RELATIVE_EFFECT,
                            direction=DIRECTION)
-    seen = state.pair[ESTIMATORS[0]]["paper_verdict"]
-    code = np.where((seen == APPEARED) | (seen == VANISHED), seen, got.verdict)
+    # The paper verdict is appeared / vanished (or no change, absent on both sides) where
+    # a side is absent: the same for every rule.
+    absent = absent_releases(samples)
+    touching = absent[:, :-1] | absent[:, 1:]
+    code = np.where(touching, state.pair[ESTIMATORS[0]]["paper_verdict"], got.verdict)
     verdict = np.where(_paired(state.n), code, NO_VERDICT).astype(np.int8)
     at = np.flatnonzero(got.change)
     return {

@@ -20,8 +20,20 @@ from django.db.models import Count
 from django.utils import timezone
 
 from deviations.stats.intervals import mean_ci, median_ci
-from deviations.stats.releases import compare, compare_matrix
-from deviations.traces import analysis, demo
+from deviations.stats.multiple import benjamini_hochberg
+from deviations.stats.releases import (
+    APPEARED,
+    IMPROVEMENT,
+    NONSIGNIFICANT_OVERLAP,
+    REGRESSION,
+    VANISHED,
+    absent_releases,
+    compare,
+    compare_matrix,
+    practical_verdicts,
+    segment_verdicts,
+)
+from deviations.traces import analysis, demo, selectors
 from deviations.traces.models import (
     AnalysisBlock,
     Function,
@@ -581,3 +593,45 @@ def test_columns_with_many_blocks_are_compacted(monkeypatch: pytest.MonkeyPatch)
         ).count())
     # Release 0 is never in a recomputed window: a block per new function, then compacted.
     assert first == [2, 3, 1, 2, 3]
+
+
+def test_segments_rule_is_segment_verdicts_of_every_run() -> None:
+    data = RandomSeries(12)
+    for number in range(14):
+        data.add_runs(number, int(data.rng.integers(2, 6)))
+    series = data.series
+    series.min_relative_change = 0.3  # some flags of the rule are below it
+    series.save()
+    analysis.analyse_series(series.pk)
+    samples = load_samples(series)
+    demoted = 0
+    for metric in analysis.METRICS:
+        x = samples.metric(metric)
+        expected = segment_verdicts(x, fdr=analysis.FDR,
+                                    min_relative_effect=analysis.MIN_RELATIVE_EFFECT)
+        absent = absent_releases(x)
+        before, after = absent[:, :-1], absent[:, 1:]
+        verdict = np.where(before & ~after, APPEARED, np.where(
+            ~before & after, VANISHED, np.where(before & after, NONSIGNIFICANT_OVERLAP,
+                                                expected.verdict)))
+        assert np.any(verdict == APPEARED) and np.any(verdict == VANISHED)
+        for estimator in analysis.ESTIMATORS:
+            stored = analysis.read_analysis(series, metric, estimator, "segments")
+            np.testing.assert_array_equal(stored["function_ids"], samples.function_ids)
+            np.testing.assert_array_equal(stored["verdict"], verdict)
+            change = expected.change
+            np.testing.assert_array_equal(stored["p_value"][change], expected.p_value[change])
+            np.testing.assert_array_equal(stored["shift"][change], expected.shift[change])
+            assert np.all(np.isnan(stored["p_value"][~change]))
+            q = benjamini_hochberg(np.where(np.isnan(expected.p_value), 1.0,
+                                            expected.p_value))
+            np.testing.assert_allclose(stored["q_value"][change], q[change])
+            # What pages, exports and alerts read: the series' minimum practical change.
+            shown = selectors.stored_analysis(series, metric, estimator, "segments")
+            practical = practical_verdicts(
+                verdict, stored["diff"], stored["estimate"][:, :-1], min_relative=0.3,
+                min_absolute=series.min_absolute_change_us)
+            np.testing.assert_array_equal(shown["verdict"], practical)
+            demoted += int(np.sum(practical != verdict))
+        assert np.any((verdict == REGRESSION) | (verdict == IMPROVEMENT))
+    assert demoted > 0

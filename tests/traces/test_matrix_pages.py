@@ -132,8 +132,8 @@ def test_function_page_table_and_runs(client: Client, series: str) -> None:
 def test_release_page_lists_the_top_changes(client: Client, series: str) -> None:
     html = client.get("/series/s/releases/1.2/").content.decode()
     assert 'id="regressions"' in html
-    # Links keep the rule shown (the series' default here, recommended).
-    assert "Against <a href=\"/series/s/releases/1.1/?rule=recommended\">1.1</a>" in html
+    # Links keep the rule shown (the series' default here, segments).
+    assert "Against <a href=\"/series/s/releases/1.1/?rule=segments\">1.1</a>" in html
     rows = client.get("/series/s/releases/1.2/?format=json").json()
     assert [(r["function"], r["verdict"]) for r in rows] == [("Paint", "regression")]
 
