@@ -614,7 +614,8 @@ def test_segments_rule_is_segment_verdicts_of_every_run() -> None:
         verdict = np.where(before & ~after, APPEARED, np.where(
             ~before & after, VANISHED, np.where(before & after, NONSIGNIFICANT_OVERLAP,
                                                 expected.verdict)))
-        assert np.any(verdict == APPEARED) and np.any(verdict == VANISHED)
+        assert np.any(verdict == APPEARED)
+        assert np.any(verdict == VANISHED)
         for estimator in analysis.ESTIMATORS:
             stored = analysis.read_analysis(series, metric, estimator, "segments")
             np.testing.assert_array_equal(stored["function_ids"], samples.function_ids)
