@@ -228,6 +228,24 @@ def test_demo_analysis_finds_the_planted_changes() -> None:
     assert len(set(found) - planted) <= 2, sorted(set(found) - planted)
 
 
+def test_demo_flags_exactly_its_planted_changes_under_the_default_rule() -> None:
+    call_command("demo", stdout=io.StringIO())
+    assert Series.objects.get(name="chromium-demo.example-load").default_rule == "segments"
+    for metric in ("self", "total"):
+        out = io.StringIO()
+        call_command("export", "--series", "chromium-demo.example-load", "--what",
+                     "deviations", "--metric", metric, stdout=out)
+        found = {(r["function"], r["to_release"]): r["verdict"]
+                 for r in json.loads(out.getvalue())
+                 if r["verdict"] in ("regression", "improvement")}
+        assert found == {
+            ("Paint", demo.RELEASES[8]): "regression",
+            ("Layout", demo.RELEASES[12]): "improvement",
+            ("V8.ScriptCompiler", demo.RELEASES[4]): "regression",
+            ("V8.ScriptCompiler", demo.RELEASES[8]): "improvement",
+        }, metric
+
+
 # --- incremental updates ---------------------------------------------------------------
 
 
