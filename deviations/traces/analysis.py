@@ -1,9 +1,9 @@
 """The glue between stored runs and ``deviations.stats``: load, compute, store.
 
 ``analyse_series`` keeps, for each metric (self time, total time), estimator (median,
-mean) and rule (paper, recommended, segments), the matrices of a series; ``analysis_store`` holds
-them as one summary row and per-release blocks. Pages and exports only read them
-(``analysis_store.read_analysis``).
+mean) and rule (paper, recommended, segments), the matrices of a series;
+``analysis_store`` holds them as one summary row and per-release blocks. Pages and exports
+only read them (``analysis_store.read_analysis``).
 
 Which releases are columns: those with at least two done runs (an interval needs two), in
 series order; "consecutive" means consecutive among them. A function absent from a run
@@ -29,9 +29,9 @@ then the global steps run again over the whole arrays: Benjamini–Hochberg over
 p-value, the local maximum of |z|, verdicts and digressions. The segments rule
 (``stats.releases.segment_verdicts``) is global by nature (a change point's segments reach
 back to the previous change): every analysis, incremental or not, loads the samples of
-every column and recomputes it whole. Only the blocks of the
-columns whose numbers changed are rewritten (plus, for new functions, blocks of their rows
-in the other columns), and the summary row with the global arrays. Anything else (a run or
+every column and recomputes it whole. Only the blocks of the columns whose numbers changed
+are rewritten (plus, for new functions, blocks of their rows in the other columns), and
+the summary row with the global arrays. Anything else (a run or
 a release gone, releases reordered, other rule parameters, no stored analysis) and
 ``--full`` recompute and rewrite everything. Both paths run the same code, and a test
 checks that they store the same arrays.
