@@ -47,7 +47,7 @@ RULE_LEGENDS = {
 #: Why a rule's newest verdicts are provisional, in the page's note.
 RULE_PROVISIONAL = {
     "segments": "later releases can still move the segmentation's change points",
-    "recommended": "their windows are not full yet",
+    "recommended": "their windows are not full yet; later releases may change them",
     "paper": "",
 }
 PER_RELEASE = ("estimate", "lo", "hi", "n")
