@@ -98,7 +98,8 @@ def test_the_default_rule_is_the_segmentation_and_the_legend_says_so(page: Any) 
                  .map(t => [t.name, t.y.map((y, i) => y + ' ' + t.x[i]).sort()]))"""
     )
     assert points == {
-        "regression": sorted([f"Paint {demo.RELEASES[8]}", f"V8.ScriptCompiler {demo.RELEASES[4]}"]),
+        "regression": sorted([f"Paint {demo.RELEASES[8]}",
+                              f"V8.ScriptCompiler {demo.RELEASES[4]}"]),
         "improvement": sorted([f"Layout {demo.RELEASES[12]}",
                                f"V8.ScriptCompiler {demo.RELEASES[8]}"]),
     }
