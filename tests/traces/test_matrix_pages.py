@@ -281,14 +281,14 @@ def test_the_segments_rule_is_the_default_and_the_legend_names_it(
     assert options == [("segments", "selected", "segmentation (default)"),
                        ("recommended", "", "window rule"),
                        ("paper", "", "seed 003 paper rule")]
-    assert 'id="provisional"' in html  # the segments rule's last 9 pairs
+    assert 'id="provisional"' in html  # the segments rule's last pairs
     # Exports: the default is the series' rule; --rule segments the same rows.
     rows = export_rows()
     assert rows == export_rows("--rule", "segments")
     assert rows != export_rows("--rule", "paper")
     assert [(r["function"], r["to_release"]) for r in rows
             if r["verdict"] in ("regression", "improvement")] == [("Paint", "1.2")]
-    assert all(r["provisional"] for r in rows)  # 3 pairs, all within the last 9
+    assert all(r["provisional"] for r in rows)  # 3 pairs, all provisional
     shown = sorted(client.get("/series/s/matrix.json").json(),
                    key=lambda r: (r["function"], r["to_release"]))
     assert shown == rows
