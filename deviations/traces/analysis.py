@@ -1,9 +1,9 @@
 """The glue between stored runs and ``deviations.stats``: load, compute, store.
 
 ``analyse_series`` keeps, for each metric (self time, total time), estimator (median,
-mean) and rule (paper, recommended), the matrices of a series; ``analysis_store`` holds
-them as one summary row and per-release blocks. Pages and exports only read them
-(``analysis_store.read_analysis``).
+mean) and rule (paper, recommended, segments), the matrices of a series;
+``analysis_store`` holds them as one summary row and per-release blocks. Pages and exports
+only read them (``analysis_store.read_analysis``).
 
 Which releases are columns: those with at least two done runs (an interval needs two), in
 series order; "consecutive" means consecutive among them. A function absent from a run
@@ -16,7 +16,8 @@ updates"). The stored analysis records the done runs of each column (``run_ids``
 ``run_counts``). A new analysis compares them with the database: a column is *changed*
 when it is new (a release reached two runs, possibly between two others) or gained runs.
 Only what depends on changed columns is recomputed, from the samples of the releases
-within ``2 WINDOW - 1`` columns of a change:
+within ``2 WINDOW - 1`` columns of a change (the samples of every column are loaded, for
+the segments rule below):
 
 - per-release statistics of the changed columns;
 - the pairs that touch a changed column (difference interval, gap, paper verdict);
@@ -25,9 +26,12 @@ within ``2 WINDOW - 1`` columns of a change:
 - for functions seen for the first time, their whole rows (their earlier runs are zeros);
 
 then the global steps run again over the whole arrays: Benjamini–Hochberg over every
-p-value, the local maximum of |z|, verdicts and digressions. Only the blocks of the
-columns whose numbers changed are rewritten (plus, for new functions, blocks of their rows
-in the other columns), and the summary row with the global arrays. Anything else (a run or
+p-value, the local maximum of |z|, verdicts and digressions. The segments rule
+(``stats.releases.segment_verdicts``) is global by nature (a change point's segments reach
+back to the previous change): every analysis, incremental or not, loads the samples of
+every column and recomputes it whole. Only the blocks of the columns whose numbers changed
+are rewritten (plus, for new functions, blocks of their rows in the other columns), and
+the summary row with the global arrays. Anything else (a run or
 a release gone, releases reordered, other rule parameters, no stored analysis) and
 ``--full`` recompute and rewrite everything. Both paths run the same code, and a test
 checks that they store the same arrays.
@@ -60,11 +64,13 @@ from deviations.stats.intervals import (
 )
 from deviations.stats.multiple import benjamini_hochberg_rejections
 from deviations.stats.releases import (
+    NO_VERDICT,
     absent_releases,
     adjacent_change,
     digressions,
     pair_statistics,
     recommended_verdict_codes,
+    segment_verdicts,
     window_tests,
 )
 from deviations.traces import store
@@ -88,8 +94,9 @@ WINDOW = 3
 FDR = 0.05
 MIN_RELATIVE_EFFECT = 0.1
 #: Version of what the stored arrays mean: a stored analysis of another version (other
-#: parameters, or verdicts before appeared/vanished: version 1) is recomputed whole.
-VERDICTS_VERSION = 2
+#: parameters, verdicts before appeared/vanished: version 1, before the segments rule:
+#: version 2) is recomputed whole.
+VERDICTS_VERSION = 3
 PARAMS = np.array([CONFIDENCE, WINDOW, FDR, MIN_RELATIVE_EFFECT, VERDICTS_VERSION],
                   dtype=np.float64)
 
@@ -469,7 +476,8 @@ def compute(columns: Columns, stored: Stored | None) -> Computed:
     """The matrices of ``columns``, updating ``stored`` where it allows (see the module)."""
     p = plan(columns, stored)
     R = len(columns.release_ids)  # noqa: N806
-    loaded = load_columns(columns, p.loaded)
+    # The segments rule needs every run of the series, on every update.
+    loaded = load_columns(columns, range(R))
     if p.full or stored is None:
         function_ids = _union_ids(loaded.values())
         base = 0
@@ -481,9 +489,9 @@ def compute(columns: Columns, stored: Stored | None) -> Computed:
         base = len(stored.function_ids)
     F = len(function_ids)  # noqa: N806
     rows_old, rows_new = slice(0, base), slice(base, F)
-    scattered = {c: _scatter(function_ids, loaded[c]) for c in p.loaded}
-    counts = columns.run_counts
+    scattered = {c: _scatter(function_ids, loaded[c]) for c in range(R)}
     metrics: dict[str, MetricArrays] = {}
+    samples: dict[str, np.ndarray] = {}
     for m, metric in enumerate(METRICS):
         state = MetricArrays.empty(F, R, filled=not base)  # an update writes every cell
         if base and stored is not None:
@@ -491,21 +499,45 @@ def compute(columns: Columns, stored: Stored | None) -> Computed:
             _recompute(state, rows_old, lambda c, m=m: scattered[c][m][rows_old], p.loaded,
                        p.changed, p.pairs, p.boundaries)
         if F > base:
-            # Rows first seen now: their whole rows; 0 µs in every run of unloaded columns.
+            # Rows first seen now: their whole rows (0 µs in the runs before they appeared).
             every = np.ones(R, dtype=np.bool_)
-
-            def block(c: int, m: int = m) -> np.ndarray:
-                if c in scattered:
-                    return scattered[c][m][rows_new]
-                return np.zeros((F - base, int(counts[c])))
-
-            _recompute(state, rows_new, block, list(range(R)), every, every[:-1], every[:-1])
+            _recompute(state, rows_new, lambda c, m=m: scattered[c][m][rows_new],
+                       list(range(R)), every, every[:-1], every[:-1])
         metrics[metric] = state
-    return Computed(columns, function_ids, metrics, _globals(metrics), p, len(p.loaded), base)
+        samples[metric] = _padded([scattered[c][m] for c in range(R)])
+    return Computed(columns, function_ids, metrics, _globals(metrics, samples), p, R, base)
 
 
-def _globals(metrics: dict[str, MetricArrays]) -> dict[str, np.ndarray]:
-    """The global steps: the recommended rule's verdicts, every digression.
+def segment_arrays(state: MetricArrays, samples: np.ndarray) -> dict[str, np.ndarray]:
+    """The segments rule of one metric, as stored (``store.SEGMENT_MEMBERS``).
+
+    ``stats.releases.segment_verdicts`` of every run of the series (functions × releases ×
+    runs, NaN-padded), then as the other rules: ``appeared`` / ``vanished`` where a
+    function is absent from every run of a side (its absent releases, all 0 µs, are left
+    out of the segmentation and its tests), no verdict where a side has fewer than
+    ``MIN_RUNS`` runs. The minimum practical change is applied by readers, as for every
+    rule (``traces.selectors.stored_analysis``).
+    """
+    got = segment_verdicts(samples, fdr=FDR, min_relative_effect=MIN_RELATIVE_EFFECT,
+                           direction=DIRECTION)
+    # The paper verdict is appeared / vanished (or no change, absent on both sides) where
+    # a side is absent: the same for every rule.
+    absent = absent_releases(samples)
+    touching = absent[:, :-1] | absent[:, 1:]
+    code = np.where(touching, state.pair[ESTIMATORS[0]]["paper_verdict"], got.verdict)
+    verdict = np.where(_paired(state.n), code, NO_VERDICT).astype(np.int8)
+    at = np.flatnonzero(got.change)
+    return {
+        "segments.verdict": verdict,
+        "segments.at": at.astype(np.int64),
+        "segments.p": got.p_value.ravel()[at],
+        "segments.shift": got.shift.ravel()[at],
+    }
+
+
+def _globals(metrics: dict[str, MetricArrays], samples: dict[str, np.ndarray]
+             ) -> dict[str, np.ndarray]:
+    """The global steps: the recommended and segments rules' verdicts, every digression.
 
     The q-values are not stored: readers compute them from the stored p-values
     (``analysis_store.read_analysis``), the same function of the same numbers.
@@ -520,14 +552,20 @@ def _globals(metrics: dict[str, MetricArrays]) -> dict[str, np.ndarray]:
             np.where(paired, state.window["shift"], np.nan),
             paired, window=WINDOW, min_relative_effect=MIN_RELATIVE_EFFECT,
             direction=DIRECTION,
-            # appeared / vanished: the same for both rules and both estimators
+            # appeared / vanished: the same for every rule and both estimators
             appearance=state.pair[ESTIMATORS[0]]["paper_verdict"],
             adjacent=adjacent_change(state.release["median"]["estimate"]),
         )
         out[store.global_key(metric, "verdict")] = rec_verdict
+        segments = segment_arrays(state, samples[metric])
+        out |= {store.global_key(metric, k): v for k, v in segments.items()}
+        verdicts = {"paper": None, "recommended": rec_verdict,
+                    "segments": segments["segments.verdict"]}
         for estimator, rule in product(ESTIMATORS, RULES):
             rel = state.release[estimator]
-            verdict = state.pair[estimator]["paper_verdict"] if rule == "paper" else rec_verdict
+            verdict = verdicts[rule]
+            if verdict is None:
+                verdict = state.pair[estimator]["paper_verdict"]
             lo, hi = store.SHOWN_INTERVAL[rule]
             out[store.global_key(metric, f"{estimator}.{rule}.digression")] = (
                 digressions(verdict, rel[lo], rel[hi])
@@ -602,7 +640,8 @@ def _analyse(series: Series, force: bool) -> str:
     changed = int(result.plan.changed.sum())
     return (
         f"{done} (incremental: {changed} release{'s' * (changed != 1)} changed, "
-        f"samples of {result.loaded_releases} loaded, {len(result.rewritten)} rewritten)"
+        f"window tests from {len(result.plan.loaded)}, segments from all "
+        f"{result.loaded_releases} loaded, {len(result.rewritten)} rewritten)"
     )
 
 

@@ -71,7 +71,7 @@ class SeriesOut(Schema):
 class SeriesSettingsIn(Schema):
     """What a series' owner may change; fields left out keep their value."""
 
-    default_rule: Literal["recommended", "paper"] | None = None
+    default_rule: Literal["segments", "recommended", "paper"] | None = None
     min_relative_change: float | None = Field(None, ge=0, le=10)
     min_absolute_change_us: float | None = Field(None, ge=0)
 

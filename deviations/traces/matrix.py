@@ -25,8 +25,30 @@ from deviations.traces.models import Series
 CHOICES = {
     "metric": ("self", "total"),
     "estimator": ("median", "mean"),
-    "rule": ("paper", "recommended"),
+    "rule": ("paper", "recommended", "segments"),
     "sort": ("deviations", "gap", "name"),
+}
+#: How pages name each rule (the selector adds "(default)" to the series' default).
+RULE_LABELS = {
+    "segments": "segmentation",
+    "recommended": "window rule",
+    "paper": "seed 003 paper rule",
+}
+#: What each rule decides with, in the matrix legend (docs/statistics.md §3, §5, §6c).
+RULE_LEGENDS = {
+    "segments": "segmentation: each function's runs split into levels by an optimal "
+    "penalised segmentation across releases, each change point confirmed by a Mann–Whitney "
+    "test of the segments on either side, false discovery rate 5%, a change of at least 10%",
+    "recommended": "window rule: Mann–Whitney test of the 3 releases on either side, false "
+    "discovery rate 5%, a change of at least 10%",
+    "paper": "seed 003 paper rule: the two intervals do not overlap and the difference's "
+    "interval excludes 0",
+}
+#: Why a rule's newest verdicts are provisional, in the page's note.
+RULE_PROVISIONAL = {
+    "segments": "later releases can still move the segmentation's change points",
+    "recommended": "their windows are not full yet; later releases may change them",
+    "paper": "",
 }
 PER_RELEASE = ("estimate", "lo", "hi", "n")
 PER_PAIR = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "digression", "provisional")
@@ -76,6 +98,26 @@ class MatrixQuery:
         if params.get("rule") not in CHOICES["rule"]:
             query = replace(query, rule=series.default_rule)
         return query
+
+    @property
+    def rule_options(self) -> list[tuple[str, str, bool]]:
+        """The rule selector: (value, label, selected), the series' default first."""
+        order = sorted(CHOICES["rule"], key=lambda r: (r != self.default_rule,
+                                                       list(RULE_LABELS).index(r)))
+        return [(r, RULE_LABELS[r] + (" (default)" if r == self.default_rule else ""),
+                 r == self.rule) for r in order]
+
+    @property
+    def rule_label(self) -> str:
+        return RULE_LABELS[self.rule]
+
+    @property
+    def rule_legend(self) -> str:
+        return RULE_LEGENDS[self.rule]
+
+    @property
+    def rule_provisional(self) -> str:
+        return RULE_PROVISIONAL[self.rule]
 
     def params(self, **changes: Any) -> str:
         """The query string of these controls with ``changes``; defaults are left out.

@@ -21,6 +21,15 @@ if TYPE_CHECKING:  # numpy is imported where arrays are made, not when Django st
     import numpy as np
 
 
+#: The rules a series can show by default, with the words pages use for them
+#: (docs/statistics.md: §3 paper, §5 recommended, §6c segments).
+RULE_CHOICES = [
+    ("segments", "segmentation (default)"),
+    ("recommended", "window rule"),
+    ("paper", "seed 003 paper rule"),
+]
+
+
 def _validate_series_name(value: str) -> None:
     validated(versions.check_series_name, value)
 
@@ -35,11 +44,12 @@ class Series(models.Model):
     name = models.CharField(max_length=100, unique=True, validators=[_validate_series_name])
     description = models.TextField(blank=True)
     created = models.DateTimeField(auto_now_add=True)
-    #: The rule pages, exports and alerts use unless asked for the other one
-    #: (docs/statistics.md, "Comparing releases").
+    #: The rule pages, exports and alerts use unless asked for another one
+    #: (docs/statistics.md, "Comparing releases"): the segmentation unless set.
     default_rule = models.CharField(
-        max_length=20, default="recommended",
-        choices=[("recommended", "recommended"), ("paper", "paper (seed 003)")],
+        max_length=20, default="segments", choices=RULE_CHOICES,
+        help_text="what pages, exports and alerts show unless a page or export asks for "
+        "another rule",
     )
     #: The minimum practical change: a significant change smaller than either threshold
     #: is "significant, not a deviation" (docs/statistics.md says how the defaults were

@@ -41,6 +41,10 @@ def _method(rule: str) -> tuple[str, float]:
     if rule == "paper":
         return ("seed 003 rule: the median intervals do not overlap and the difference's "
                 "interval excludes zero", CONFIDENCE)
+    if rule == "segments":
+        return ("segmentation rule: a change point of the function's optimal segmentation, "
+                "Mann–Whitney test of the segments on either side, Benjamini–Hochberg FDR, "
+                f"a change of at least {MIN_RELATIVE_EFFECT:.0%}", FDR)
     return (f"recommended rule: Mann–Whitney test of {WINDOW} releases on each side, "
             f"Benjamini–Hochberg FDR, a change of at least {MIN_RELATIVE_EFFECT:.0%}", FDR)
 
@@ -79,6 +83,14 @@ def explain(function: str, metric: str, rule: str, before: float, diff: float | 
     )
     if rule == "paper":
         text += "seed 003 rule: the intervals do not overlap"
+    elif rule == "segments":
+        p = f"p = {p_value:.2g}, " if p_value is not None else ""
+        text += (
+            "segmentation rule: the level changes here (Mann–Whitney test of the runs "
+            f"since the previous change against those until the next, {p}significant at a "
+            f"{FDR:.0%} false discovery rate) and a change of at least "
+            f"{MIN_RELATIVE_EFFECT:.0%}"
+        )
     else:
         p = f"p = {p_value:.2g}, " if p_value is not None else ""
         text += (

@@ -39,15 +39,17 @@ from deviations.traces.models import AnalysisBlock, Series, SeriesAnalysis
 
 METRICS = ("self", "total")
 ESTIMATORS = ("median", "mean")
-RULES = ("paper", "recommended")
+RULES = ("paper", "recommended", "segments")
 
 # Fields of a block and their dtypes. Per release: the estimator's interval and n; per
 # pair (the pair ending at the block's release): the difference, the paper rule's verdict
 # and p-value, and the recommended rule's raw window tests.
 RELEASE_FIELDS = ("estimate", "lo", "hi", "order_lo", "order_hi")
 #: The interval limits each rule shows (and tests digressions with): Olive's for the
-#: paper rule (seed 003), the order-statistic interval for the recommended rule.
-SHOWN_INTERVAL = {"paper": ("lo", "hi"), "recommended": ("order_lo", "order_hi")}
+#: paper rule (seed 003), the order-statistic interval for the recommended and the
+#: segments rules.
+SHOWN_INTERVAL = {"paper": ("lo", "hi"), "recommended": ("order_lo", "order_hi"),
+                  "segments": ("order_lo", "order_hi")}
 PAIR_FIELDS = ("gap", "diff", "diff_lo", "diff_hi", "paper_p", "paper_verdict")
 WINDOW_FIELDS = ("z", "p", "shift")
 BLOCK_FIELDS = (*RELEASE_FIELDS, "n", *PAIR_FIELDS, *WINDOW_FIELDS)
@@ -486,40 +488,65 @@ PER_RELEASE_KEYS = ("estimate", "lo", "hi", "n")
 PER_PAIR_KEYS = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "p_value", "q_value",
                  "digression", "provisional")
 RECOMMENDED_KEYS = ("z", "shift")
+#: The segments rule's own statistic: the relative shift between the two segments a
+#: change point separates (NaN at boundaries without one).
+SEGMENT_KEYS = ("shift",)
+RULE_KEYS = {"paper": (), "recommended": RECOMMENDED_KEYS, "segments": SEGMENT_KEYS}
+
+#: Global members of the segments rule, per metric (``global_key(metric, ...)``): the
+#: verdict codes (functions × pairs, int8), and at the change points only (``at``: flat
+#: indices into functions × pairs, rare) the Mann–Whitney p-value of the two segments and
+#: their shift. The whole rule is recomputed with every analysis.
+SEGMENT_MEMBERS = ("segments.verdict", "segments.at", "segments.p", "segments.shift")
 
 
 def view_keys(rule: str) -> tuple[str, ...]:
-    return PER_RELEASE_KEYS + PER_PAIR_KEYS + (RECOMMENDED_KEYS if rule == "recommended" else ())
+    return PER_RELEASE_KEYS + PER_PAIR_KEYS + RULE_KEYS[rule]
 
 
 def _sources(metric: str, estimator: str, rule: str, wanted: Sequence[str]
              ) -> tuple[list[str], list[str]]:
     """The block fields and the global members that the keys ``wanted`` are made of."""
-    recommended = rule == "recommended"
+    recommended, segments = rule == "recommended", rule == "segments"
+    ordered = rule != "paper"  # the order-statistic interval
     fields: list[str] = []
+    members: list[str] = []
     for key in wanted:
-        if recommended and key in ("lo", "hi"):
+        if ordered and key in ("lo", "hi"):
             fields.append(f"order_{key}")
-        elif recommended and key == "gap":
+        elif ordered and key == "gap":
             fields += ["order_lo", "order_hi", "n"]
         elif key in PER_RELEASE_KEYS or key in ("gap", "diff", "diff_lo", "diff_hi"):
             fields.append(key)
-        elif key == "verdict" and not recommended:
+        elif key == "verdict" and rule == "paper":
             fields.append("paper_verdict")
-        elif key in ("p_value", "q_value") and not recommended:
+        elif key == "verdict":
+            members.append(global_key(metric, "verdict" if recommended else "segments.verdict"))
+        elif key in ("p_value", "q_value") and rule == "paper":
             fields.append("paper_p")
-        elif key in ("p_value", "q_value"):
+        elif key in ("p_value", "q_value") and recommended:
             fields += ["p", "n"]
-        elif key in RECOMMENDED_KEYS:
+        elif key in ("p_value", "q_value", "shift") and segments:
+            fields.append("n")  # for the shape
+            members += [global_key(metric, "segments.at"), global_key(metric, "segments.p"
+                        if key != "shift" else "segments.shift")]
+        elif key in RECOMMENDED_KEYS and recommended:
             fields += [key, "n"]
-    members = []
-    if recommended and "verdict" in wanted:
-        members.append(global_key(metric, "verdict"))
     if "digression" in wanted:
         members.append(global_key(metric, f"{estimator}.{rule}.digression"))
     if "provisional" in wanted:
         fields.append("n")  # for the shape, when nothing else is asked
-    return list(dict.fromkeys(fields)), members
+    return list(dict.fromkeys(fields)), list(dict.fromkeys(members))
+
+
+def _at_change_points(global_arrays: Mapping[str, np.ndarray], metric: str, what: str,
+                      shape: tuple[int, int]) -> np.ndarray:
+    """The segments rule's ``what`` (``p`` or ``shift``) as functions × pairs: its value at
+    the change points, NaN elsewhere."""
+    out = np.full(shape[0] * shape[1], np.nan)
+    out[global_arrays[global_key(metric, "segments.at")]] = global_arrays[
+        global_key(metric, f"segments.{what}")]
+    return out.reshape(shape)
 
 
 def view(
@@ -533,27 +560,39 @@ def view(
     The recommended rule's window statistics are masked where a pair has fewer than
     ``MIN_RUNS`` runs on a side; its q-values are Benjamini–Hochberg over the stored
     p-values, as the analysis did (not stored: one sort here saves rewriting 1.6 MB per
-    metric with every new release); the paper rule has none (NaN). ``provisional``
-    marks the cells whose verdict later releases may still change
+    metric with every new release); the paper rule has none (NaN). The segments rule's
+    p-values and shifts are those of its change points (NaN elsewhere); its q-values are
+    Benjamini–Hochberg over every boundary, those without a change point counting as
+    ``p = 1`` (``stats.releases.segment_verdicts``), shown at the change points.
+    ``provisional`` marks the cells whose verdict later releases may still change
     (``stats.releases.provisional_pairs`` with the analysis's ``window``).
     """
-    recommended = rule == "recommended"
-    if recommended and "n" in fields:
+    recommended, segments = rule == "recommended", rule == "segments"
+    ordered = rule != "paper"
+    if "n" in fields:
         n = fields["n"]
         paired = (n[:, :-1] >= MIN_RUNS) & (n[:, 1:] >= MIN_RUNS)
+        pairs_shape = (n.shape[0], max(n.shape[1] - 1, 0))
     out: dict[str, np.ndarray] = {}
     for key in wanted:
-        if recommended and key in ("lo", "hi"):
+        if ordered and key in ("lo", "hi"):
             out[key] = fields[f"order_{key}"]
-        elif recommended and key == "gap":
+        elif ordered and key == "gap":
             lo, hi = fields["order_lo"], fields["order_hi"]
             out[key] = np.where(paired, interval_gap(lo[:, :-1], hi[:, :-1], lo[:, 1:],
                                                      hi[:, 1:]), np.nan)
         elif key in PER_RELEASE_KEYS or key in ("gap", "diff", "diff_lo", "diff_hi"):
             out[key] = fields[key]
         elif key == "verdict":
-            out[key] = (global_arrays[global_key(metric, "verdict")] if recommended
-                        else fields["paper_verdict"])
+            out[key] = (fields["paper_verdict"] if rule == "paper" else global_arrays[
+                global_key(metric, "verdict" if recommended else "segments.verdict")])
+        elif key in ("p_value", "q_value", "shift") and segments:
+            at = _at_change_points(global_arrays, metric,
+                                   "shift" if key == "shift" else "p", pairs_shape)
+            if key == "q_value":
+                at = np.where(np.isnan(at), np.nan,
+                              benjamini_hochberg(np.where(np.isnan(at), 1.0, at)))
+            out[key] = at
         elif key == "p_value":
             out[key] = np.where(paired, fields["p"], np.nan) if recommended else fields["paper_p"]
         elif key == "q_value":
@@ -565,8 +604,7 @@ def view(
             out[key] = np.where(paired, fields[key], np.nan)
         elif key == "provisional":
             F, R = fields["n"].shape  # noqa: N806
-            late = provisional_pairs(max(R - 1, 0), "recommended" if recommended else "paper",
-                                     window)
+            late = provisional_pairs(max(R - 1, 0), rule, window)  # type: ignore[arg-type]
             out[key] = np.broadcast_to(late, (F, len(late))).copy()
     return out
 
@@ -580,6 +618,8 @@ def read_analysis(
     ``function_ids`` always come), rows sorted by function id. Only the block fields the
     keys need are read.
     """
+    if rule not in RULES:
+        raise ValueError(f"unknown rule {rule!r}")
     wanted = [k for k in (view_keys(rule) if keys is None else keys) if k in view_keys(rule)]
     fields, members = _sources(metric, estimator, rule, wanted)
 

@@ -88,7 +88,7 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
         figure = charts.deviation_matrix(
             view.function_names, view.releases, a["verdict"], a["gap"], a["diff"],
             a["diff_lo"], a["diff_hi"], a["estimate"], a["lo"], a["hi"], a["digression"],
-            urls, title=f"{query.metric} time, {query.estimator}, {query.rule} rule",
+            urls, title=f"{query.metric} time, {query.estimator}, {query.rule_label}",
             release_urls=release_urls,
             provisional=a["provisional"],
         )
@@ -145,7 +145,7 @@ def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpRe
         figure = charts.function_cis(
             detail.releases, detail.median, detail.mean, detail.verdict, detail.digression,
             samples=detail.samples, diff=detail.diff, gap=detail.gap, unit=unit,
-            title=f"{function.name}: {query.metric} time, {query.rule} rule",
+            title=f"{function.name}: {query.metric} time, {query.rule_label}",
             highlight=highlight or None,
         )
         notes.add_marks(figure, series, {v: r for r, v in enumerate(detail.releases)})

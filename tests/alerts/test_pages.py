@@ -48,7 +48,7 @@ def test_home_page_shows_the_planted_changes_as_groups_first(client, demo_alerts
     page = client.get("/").content.decode()
     assert page.index("Untriaged alerts") < page.index("Release series")
     paint, layout = paint_group(), Alert.objects.get(
-        subject="Layout", metric="self", rule="recommended").group
+        subject="Layout", metric="self", rule="segments").group
     assert (paint.from_label, paint.to_label) == (demo.RELEASES[7], demo.RELEASES[8])
     assert (layout.from_label, layout.to_label) == (demo.RELEASES[11], demo.RELEASES[12])
     assert f'data-group="{paint.pk}"' in page
@@ -76,10 +76,10 @@ def test_alerts_page_filters_and_exports(client, demo_alerts) -> None:
     rows = client.get("/alerts/?format=json&direction=regression&family=" + SERIES).json()
     assert {r["subject"] for r in rows} == {"Paint", "V8.ScriptCompiler"}
     paint = next(r for r in rows if r["subject"] == "Paint" and r["metric"] == "self"
-                 and r["rule"] == "recommended")
+                 and r["rule"] == "segments")
     assert paint["explanation"].startswith(
         f"Paint: median self time rose {paint['effect_pct']:.0f}% (+")
-    assert f"between {demo.RELEASES[7]} and {demo.RELEASES[8]}, 5 runs each; recommended rule: " \
+    assert f"between {demo.RELEASES[7]} and {demo.RELEASES[8]}, 5 runs each; segmentation rule: " \
         in paint["explanation"]
     assert paint["effect_lo"] < paint["effect"] < paint["effect_hi"]
     text = client.get("/alerts/?format=csv&status=untriaged").content.decode()
@@ -130,7 +130,7 @@ def test_function_page_explains_and_ignores(client, demo_alerts, alice) -> None:
     page = client.get(url).content.decode()
     assert "Verdicts explained" in page
     assert "Paint: median self time rose" in page
-    assert "recommended rule: Mann–Whitney test" in page  # the demo series' rule
+    assert "segmentation rule: the level changes here" in page  # the demo series' rule
     assert 'id="ignore"' not in page  # logged out
     client.force_login(alice)
     assert 'id="ignore"' in client.get(url).content.decode()

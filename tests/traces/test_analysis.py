@@ -20,8 +20,20 @@ from django.db.models import Count
 from django.utils import timezone
 
 from deviations.stats.intervals import mean_ci, median_ci
-from deviations.stats.releases import compare, compare_matrix
-from deviations.traces import analysis, demo
+from deviations.stats.multiple import benjamini_hochberg
+from deviations.stats.releases import (
+    APPEARED,
+    IMPROVEMENT,
+    NONSIGNIFICANT_OVERLAP,
+    REGRESSION,
+    VANISHED,
+    absent_releases,
+    compare,
+    compare_matrix,
+    practical_verdicts,
+    segment_verdicts,
+)
+from deviations.traces import analysis, demo, selectors
 from deviations.traces.models import (
     AnalysisBlock,
     Function,
@@ -216,6 +228,24 @@ def test_demo_analysis_finds_the_planted_changes() -> None:
     assert len(set(found) - planted) <= 2, sorted(set(found) - planted)
 
 
+def test_demo_flags_exactly_its_planted_changes_under_the_default_rule() -> None:
+    call_command("demo", stdout=io.StringIO())
+    assert Series.objects.get(name="chromium-demo.example-load").default_rule == "segments"
+    for metric in ("self", "total"):
+        out = io.StringIO()
+        call_command("export", "--series", "chromium-demo.example-load", "--what",
+                     "deviations", "--metric", metric, stdout=out)
+        found = {(r["function"], r["to_release"]): r["verdict"]
+                 for r in json.loads(out.getvalue())
+                 if r["verdict"] in ("regression", "improvement")}
+        assert found == {
+            ("Paint", demo.RELEASES[8]): "regression",
+            ("Layout", demo.RELEASES[12]): "improvement",
+            ("V8.ScriptCompiler", demo.RELEASES[4]): "regression",
+            ("V8.ScriptCompiler", demo.RELEASES[8]): "improvement",
+        }, metric
+
+
 # --- incremental updates ---------------------------------------------------------------
 
 
@@ -305,7 +335,8 @@ CALLS = itertools.count()
 
 
 def analysed_incrementally(series: Series) -> int:
-    """Analyse; return how many releases' samples were loaded (fails on a full recompute).
+    """Analyse; return from how many releases' samples the window tests were recomputed
+    (fails on a full recompute; the segments rule loads every release).
 
     Every other call forgets the state this process remembers, so both ways of getting the
     stored analysis (remembered, read back) are checked.
@@ -313,8 +344,10 @@ def analysed_incrementally(series: Series) -> int:
     if next(CALLS) % 2:
         analysis._last.clear()
     message = analysis.analyse_series(series.pk)
-    match = re.search(r"incremental: \d+ releases? changed, samples of (\d+) loaded", message)
+    match = re.search(r"incremental: \d+ releases? changed, window tests from (\d+), "
+                      r"segments from all (\d+) loaded", message)
     assert match, message
+    assert int(match.group(2)) == len(analysis.current_columns(series).release_ids)
     return int(match.group(1))
 
 
@@ -372,6 +405,8 @@ def test_full_recompute_agrees_with_compare_matrix() -> None:
     samples = load_samples(data.series)
     stored = stored_arrays(data.series)
     for (metric, estimator, rule), got in stored.items():
+        if rule == "segments":  # test_segments_rule_is_segment_verdicts_of_every_run
+            continue
         expected = compare_matrix(samples.metric(metric), analysis.CONFIDENCE, rule=rule,
                                   estimator=estimator, window=analysis.WINDOW, fdr=analysis.FDR,
                                   min_relative_effect=analysis.MIN_RELATIVE_EFFECT)
@@ -576,3 +611,46 @@ def test_columns_with_many_blocks_are_compacted(monkeypatch: pytest.MonkeyPatch)
         ).count())
     # Release 0 is never in a recomputed window: a block per new function, then compacted.
     assert first == [2, 3, 1, 2, 3]
+
+
+def test_segments_rule_is_segment_verdicts_of_every_run() -> None:
+    data = RandomSeries(12)
+    for number in range(14):
+        data.add_runs(number, int(data.rng.integers(2, 6)))
+    series = data.series
+    series.min_relative_change = 0.3  # some flags of the rule are below it
+    series.save()
+    analysis.analyse_series(series.pk)
+    samples = load_samples(series)
+    demoted = 0
+    for metric in analysis.METRICS:
+        x = samples.metric(metric)
+        expected = segment_verdicts(x, fdr=analysis.FDR,
+                                    min_relative_effect=analysis.MIN_RELATIVE_EFFECT)
+        absent = absent_releases(x)
+        before, after = absent[:, :-1], absent[:, 1:]
+        verdict = np.where(before & ~after, APPEARED, np.where(
+            ~before & after, VANISHED, np.where(before & after, NONSIGNIFICANT_OVERLAP,
+                                                expected.verdict)))
+        assert np.any(verdict == APPEARED)
+        assert np.any(verdict == VANISHED)
+        for estimator in analysis.ESTIMATORS:
+            stored = analysis.read_analysis(series, metric, estimator, "segments")
+            np.testing.assert_array_equal(stored["function_ids"], samples.function_ids)
+            np.testing.assert_array_equal(stored["verdict"], verdict)
+            change = expected.change
+            np.testing.assert_array_equal(stored["p_value"][change], expected.p_value[change])
+            np.testing.assert_array_equal(stored["shift"][change], expected.shift[change])
+            assert np.all(np.isnan(stored["p_value"][~change]))
+            q = benjamini_hochberg(np.where(np.isnan(expected.p_value), 1.0,
+                                            expected.p_value))
+            np.testing.assert_allclose(stored["q_value"][change], q[change])
+            # What pages, exports and alerts read: the series' minimum practical change.
+            shown = selectors.stored_analysis(series, metric, estimator, "segments")
+            practical = practical_verdicts(
+                verdict, stored["diff"], stored["estimate"][:, :-1], min_relative=0.3,
+                min_absolute=series.min_absolute_change_us)
+            np.testing.assert_array_equal(shown["verdict"], practical)
+            demoted += int(np.sum(practical != verdict))
+        assert np.any((verdict == REGRESSION) | (verdict == IMPROVEMENT))
+    assert demoted > 0

@@ -105,7 +105,7 @@ def test_reads_are_open(post: Any, client: Client, token: str, simple_events) ->
     post(token, trace_bytes(simple_events))
     assert client.get("/api/series").json() == [
         {"name": "chromium-linux", "description": "", "releases": 1,
-         "default_rule": "recommended", "min_relative_change": 0.1,
+         "default_rule": "segments", "min_relative_change": 0.1,
          "min_absolute_change_us": 20.0}
     ]
     releases = client.get("/api/series/chromium-linux/releases").json()
@@ -225,6 +225,10 @@ def test_owners_set_the_default_rule_and_the_minimum_change(
     assert got.json()["default_rule"] == "paper"
     assert got.json()["min_absolute_change_us"] == 5.0
     assert got.json()["min_relative_change"] == 0.1  # left out: kept
+    for rule in ("recommended", "segments"):
+        back = client.patch(url, {"default_rule": rule}, content_type="application/json",
+                            headers={"Authorization": f"Bearer {token}"})
+        assert back.json()["default_rule"] == rule
     bad = client.patch(url, {"default_rule": "mine"}, content_type="application/json",
                        headers={"Authorization": f"Bearer {token}"})
     assert bad.status_code == 422

@@ -80,6 +80,38 @@ def test_hover_a_triangle_and_click_through(page: Any) -> None:
     page.screenshot(path=str(ARTIFACTS / "function.png"), full_page=True)
 
 
+def test_the_default_rule_is_the_segmentation_and_the_legend_says_so(page: Any) -> None:
+    call_command("demo", "--runs", "5", stdout=io.StringIO())
+    page.goto(f"/series/{SERIES}/")
+    page.locator("#matrix[data-rendered=true]").wait_for()
+    page.screenshot(path=str(ARTIFACTS / "matrix-segments.png"), full_page=True)
+    assert page.inner_text("#rule-legend").startswith("Rule: segmentation: ")
+    assert "this series' default" in page.inner_text("#rule-legend")
+    rule = page.locator("select[name=rule]")
+    assert rule.locator("option:checked").inner_text() == "segmentation (default)"
+    assert rule.locator("option").all_inner_texts() == [
+        "segmentation (default)", "window rule", "seed 003 paper rule"]
+    # The matrix draws the demo's planted changes, and only them.
+    points = page.evaluate(
+        """() => Object.fromEntries(document.getElementById('matrix')._fullData
+                 .filter(t => t.name === 'regression' || t.name === 'improvement')
+                 .map(t => [t.name, t.y.map((y, i) => y + ' ' + t.x[i]).sort()]))"""
+    )
+    assert points == {
+        "regression": sorted([f"Paint {demo.RELEASES[8]}",
+                              f"V8.ScriptCompiler {demo.RELEASES[4]}"]),
+        "improvement": sorted([f"Layout {demo.RELEASES[12]}",
+                               f"V8.ScriptCompiler {demo.RELEASES[8]}"]),
+    }
+    text, _ = hover(page, "regression", "Paint", "Paint")
+    assert f"{demo.RELEASES[7]} → {demo.RELEASES[8]}" in text
+    rule.select_option("recommended")
+    page.click("form.controls button[type=submit] >> nth=0")
+    page.wait_for_url("**rule=recommended**")
+    assert page.inner_text("#rule-legend").startswith("Rule: window rule: ")
+    assert "this series' default" not in page.inner_text("#rule-legend")
+
+
 def test_hostile_function_name_is_text_everywhere(page: Any, tmp_path: Path) -> None:
     hostile = "<img src=x onerror=alert(1)>"
     for version, durations in {"1.0": [100, 102, 98], "1.1": [400, 410, 395]}.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from django.test import Client
 
 from deviations.traces import charts
 from deviations.traces.matrix import MatrixQuery
-from deviations.traces.models import Function
+from deviations.traces.models import Function, Series
 from tests.conftest import renderer_events
 
 pytestmark = pytest.mark.django_db
@@ -132,8 +133,8 @@ def test_function_page_table_and_runs(client: Client, series: str) -> None:
 def test_release_page_lists_the_top_changes(client: Client, series: str) -> None:
     html = client.get("/series/s/releases/1.2/").content.decode()
     assert 'id="regressions"' in html
-    # Links keep the rule shown (the series' default here, recommended).
-    assert "Against <a href=\"/series/s/releases/1.1/?rule=recommended\">1.1</a>" in html
+    # Links keep the rule shown (the series' default here, segments).
+    assert "Against <a href=\"/series/s/releases/1.1/?rule=segments\">1.1</a>" in html
     rows = client.get("/series/s/releases/1.2/?format=json").json()
     assert [(r["function"], r["verdict"]) for r in rows] == [("Paint", "regression")]
 
@@ -258,3 +259,47 @@ def test_kept_arrays_cannot_be_modified(series: str) -> None:
     found = assembled.found
     with pytest.raises(ValueError, match="read-only"):
         found["verdict"][0, 0] = 0
+
+
+def export_rows(*rule: str) -> list[dict[str, Any]]:
+    out = io.StringIO()
+    call_command("export", "--series", "s", "--what", "deviations", *rule, stdout=out)
+    return sorted(json.loads(out.getvalue()), key=lambda r: (r["function"], r["to_release"]))
+
+
+def test_the_segments_rule_is_the_default_and_the_legend_names_it(
+    client: Client, series: str
+) -> None:
+    assert Series.objects.get(name="s").default_rule == "segments"
+    html = client.get("/series/s/").content.decode()
+    legend = re.search(r'<p class="muted" id="rule-legend">Rule: <b>([^<]*)</b>([^.]*)\.', html)
+    assert legend is not None
+    assert legend.group(1).startswith("segmentation: ")
+    assert legend.group(2) == ", this series' default"
+    options = re.findall(r'<option value="(\w+)" (selected)?>([^<]*)</option>',
+                         html[html.index('name="rule"'):])[:3]
+    assert options == [("segments", "selected", "segmentation (default)"),
+                       ("recommended", "", "window rule"),
+                       ("paper", "", "seed 003 paper rule")]
+    assert 'id="provisional"' in html  # the segments rule's last pairs
+    # Exports: the default is the series' rule; --rule segments the same rows.
+    rows = export_rows()
+    assert rows == export_rows("--rule", "segments")
+    assert rows != export_rows("--rule", "paper")
+    assert [(r["function"], r["to_release"]) for r in rows
+            if r["verdict"] in ("regression", "improvement")] == [("Paint", "1.2")]
+    assert all(r["provisional"] for r in rows)  # 3 pairs, all provisional
+    shown = sorted(client.get("/series/s/matrix.json").json(),
+                   key=lambda r: (r["function"], r["to_release"]))
+    assert shown == rows
+    assert client.get("/series/s/?format=json&rule=segments").json() == \
+        client.get("/series/s/?format=json").json()
+    # Another default: the selector, the legend and the export follow it.
+    Series.objects.filter(name="s").update(default_rule="paper")
+    html = client.get("/series/s/").content.decode()
+    assert '<option value="paper" selected>seed 003 paper rule (default)</option>' in html
+    assert "Rule: <b>seed 003 paper rule: " in html
+    assert export_rows() == export_rows("--rule", "paper")
+    html = client.get("/series/s/?rule=segments").content.decode()
+    assert "Rule: <b>segmentation: " in html
+    assert "this series' default" not in html

@@ -94,7 +94,7 @@ def test_tracerbench_verdicts_a_performance_engineer_can_trust(client) -> None: 
     present = {(r["release"], r["function"]) for r in json.loads(out.getvalue())
                if r["self_us"] > 0}
     kinds: set[str] = set()
-    for rule in ("recommended", "paper"):
+    for rule in ("segments", "recommended", "paper"):
         out = io.StringIO()
         call_command("export", "--series", "tb", "--what", "deviations", "--rule", rule,
                      stdout=out)

@@ -13,10 +13,11 @@ from deviations.traces.notify import after_analysis
 class Command(base.Command):
     help = (
         "Compute a series' per-release statistics (median and mean with their CIs) and the "
-        "verdicts between consecutive releases for both rules (paper, recommended), both "
-        "metrics (self, total) and both estimators, and store them. Without --full, does "
-        "nothing when the stored analysis already saw every run, and otherwise recomputes "
-        "only what the new runs change."
+        "verdicts between consecutive releases for the three rules (paper, recommended, "
+        "segments), both metrics (self, total) and both estimators, and store them. "
+        "Without --full, does nothing when the stored analysis already saw every run, and "
+        "otherwise recomputes only what the new runs change, except the segments rule: it "
+        "reads every run of the series and is recomputed whole each time."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

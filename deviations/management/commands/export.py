@@ -42,10 +42,11 @@ class Command(base.Command):
             help="stats and deviations: self time or total time (default self)",
         )
         parser.add_argument(
-            "--rule", choices=["paper", "recommended"], default=None,
-            help="deviations: seed 003's two conditions (paper) or the recommended rule "
-            "(docs/statistics.md); default: the series' setting (recommended unless changed "
-            "in the admin or the API)",
+            "--rule", choices=["paper", "recommended", "segments"], default=None,
+            help="deviations: seed 003's two conditions (paper), the window rule "
+            "(recommended) or the segmentation confirmed by rank tests (segments; "
+            "docs/statistics.md); default: the series' setting (segments unless changed in "
+            "the admin or the API)",
         )
         parser.add_argument(
             "--estimator", choices=["median", "mean"], default="median",
