@@ -367,8 +367,8 @@ def _function_ids_copy(series: Series, names: list[str], digests: list[str]) -> 
         cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)",
                        [_NAMES_LOCK, series.pk & 0x7FFFFFFF])
         if Function.objects.filter(series=series).exists():
-            cursor.execute("CREATE TEMPORARY TABLE ingest_names (k int8, name_sha1 text) "
-                           "ON COMMIT DROP")
+            cursor.execute("CREATE TEMPORARY TABLE ingest_names "
+                           '(k int8, name_sha1 text COLLATE "C") ON COMMIT DROP')
             with cursor.copy("COPY ingest_names (k, name_sha1) FROM STDIN (FORMAT BINARY)"
                              ) as copy:
                 copy.set_types(["int8", "text"])

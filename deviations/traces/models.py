@@ -100,7 +100,9 @@ class Function(models.Model):
         Series, on_delete=models.CASCADE, related_name="functions", db_index=False
     )
     name = models.TextField()
-    # Unique on a digest: PostgreSQL cannot index arbitrarily long text in a b-tree.
+    # Unique on a digest: PostgreSQL cannot index arbitrarily long text in a b-tree. On
+    # PostgreSQL the column has the "C" collation (migration 0013: byte comparisons in the
+    # index); a migration that alters this field must set it again.
     name_sha1 = models.CharField(max_length=40, editable=False)
 
     class Meta:
