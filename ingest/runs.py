@@ -355,9 +355,10 @@ def _function_ids_copy(series: Series, names: list[str], digests: list[str]) -> 
     row) and no read back of the ids are needed.
 
     A trace with a million distinct names took ~2 minutes through ``IN`` queries and
-    ``bulk_create`` of 900 rows each (3,300 statements), then 15-28 s with one
-    ``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` from a temporary table; the COPY is
-    ~2.5x less server CPU (``tests.benchmarks.names``, docs/architecture.md).
+    ``bulk_create`` of 900 rows each (3,300 statements), then 16-36 s with one
+    ``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` from a temporary table (7.1 s of
+    server CPU for that statement); the COPY takes 3.1-4.0 s and the whole ingest 10 s
+    (``tests.benchmarks.names``, docs/architecture.md, "A million function names").
     """
     import psycopg  # PostgreSQL only: the embedded default (SQLite) needs no driver
 
