@@ -27,7 +27,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from deviations.core.db import IN_BATCH, batches
+from deviations.core.db import IN_BATCH, batches, lz4_toast
 from deviations.core.errors import UserError
 from deviations.core.versions import check_order, check_series_name, check_version
 from deviations.traces.models import Function, Release, Run, RunTimes, Series
@@ -405,7 +405,9 @@ def _store(run: Run, result: FunctionTimes) -> None:
         if locked.status != Run.PENDING:
             return  # finished by another worker after a stale claim
         ids = _function_ids(run.series, result.names)
-        _lz4_toast()
+        # lz4, not pglz, for the run's 32 MB of times (a million functions): 1.0 s of server
+        # CPU became 0.3 s (tests.benchmarks.names).
+        lz4_toast()
         # force_insert: a pending run has no times; a plain save() would first send the
         # arrays in an UPDATE that matches nothing (32 MB for a million functions).
         RunTimes.pack(locked, ids, result.self_us, result.total_us, result.calls).save(
@@ -415,19 +417,6 @@ def _store(run: Run, result: FunctionTimes) -> None:
         locked.summary = result.summary.to_dict()
         locked.finished = timezone.now()
         locked.save(update_fields=["status", "summary", "finished"])
-
-
-def _lz4_toast() -> None:
-    """On PostgreSQL built with lz4, this transaction's large values (the run's 32 MB of
-    times for a million functions) are compressed with lz4 rather than pglz: 1.0 s of server
-    CPU became 0.3 s (``tests.benchmarks.names``), as for the analysis blocks (store.py)."""
-    if db.connection.vendor != "postgresql":
-        return
-    from deviations.traces.store import _has_lz4  # its cached question to the server
-
-    if _has_lz4():
-        with db.connection.cursor() as cursor:
-            cursor.execute("SET LOCAL default_toast_compression = 'lz4'")
 
 
 def _drop_upload(run: Run) -> None:
