@@ -27,7 +27,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from deviations.core.db import IN_BATCH, batches
+from deviations.core.db import IN_BATCH, batches, lz4_toast
 from deviations.core.errors import UserError
 from deviations.core.versions import check_order, check_series_name, check_version
 from deviations.traces.models import Function, Release, Run, RunTimes, Series
@@ -336,52 +336,66 @@ def _function_ids(series: Series, names: list[str]) -> np.ndarray:
     return np.fromiter((known[d] for d in digests), dtype=np.int64, count=len(digests))
 
 
+#: First key of the transaction-level advisory lock held while a series' names are created
+#: (the second is the series id): ``"fn"`` in ASCII, a key no other lock of the project uses.
+_NAMES_LOCK = 0x666E
+
+
 def _function_ids_copy(series: Series, names: list[str], digests: list[str]) -> np.ndarray:
-    """``_function_ids`` on PostgreSQL: the names go to a temporary table with one binary
-    COPY; a join gives the known ids (if the series has functions); when some are new, one
-    INSERT ... ON CONFLICT DO NOTHING (in the trace's order) adds them and the join is made
-    again.
+    """``_function_ids`` on PostgreSQL: the new names go straight into the table with one
+    binary COPY, under a lock that makes this transaction, until it commits, the only one
+    creating names of the series.
+
+    Steps: take the lock (``pg_advisory_xact_lock``; a concurrent ingest of the same series
+    waits here for this one's commit, then sees its names as known); if the series has
+    functions, COPY the digests into a temporary table and join for the known ids; take
+    one id per new name from the table's sequence, in the trace's order (so ids follow the
+    trace, as ``bulk_create`` made them); COPY the new rows with those ids. No statement
+    can conflict on the unique index, so no ``ON CONFLICT`` (a speculative insertion per
+    row) and no read back of the ids are needed.
 
     A trace with a million distinct names took ~2 minutes through ``IN`` queries and
-    ``bulk_create`` of 900 rows each (3,300 statements); this is a few seconds
-    (``tests.benchmarks.names``). Known names are looked up first, so a run whose names
-    the series has already seen inserts nothing. Concurrent ingests of the same names meet
-    on the unique index, as with ``bulk_create(ignore_conflicts=True)``.
+    ``bulk_create`` of 900 rows each (3,300 statements), then 16-36 s with one
+    ``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` from a temporary table (7.1 s of
+    server CPU for that statement); the COPY takes 3.1-4.0 s and the whole ingest 10 s
+    (``tests.benchmarks.names``, docs/architecture.md, "A million function names").
     """
     import psycopg  # PostgreSQL only: the embedded default (SQLite) needs no driver
 
     table = db.connection.ops.quote_name(Function._meta.db_table)
+    ids = np.zeros(len(names), dtype=np.int64)  # 0: not known yet (ids start at 1)
     with psycopg.Cursor(db.connection.connection) as cursor:
-        cursor.execute(
-            "CREATE TEMPORARY TABLE ingest_names (k int8, name text, name_sha1 text) "
-            "ON COMMIT DROP"
-        )
-        with cursor.copy("COPY ingest_names (k, name, name_sha1) FROM STDIN (FORMAT BINARY)"
-                         ) as copy:
-            copy.set_types(["int8", "text", "text"])
-            for k, (name, digest) in enumerate(zip(names, digests, strict=True)):
-                copy.write_row((k, Function.storable(name), digest))
-        join = (f"SELECT n.k, f.id FROM ingest_names n JOIN {table} f "  # noqa: S608
-                "ON f.series_id = %s AND f.name_sha1 = n.name_sha1")
-        found: list[Any] = []
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)",
+                       [_NAMES_LOCK, series.pk & 0x7FFFFFFF])
         if Function.objects.filter(series=series).exists():
-            cursor.execute(join, [series.pk], binary=True)
-            found = cursor.fetchall()
-        if len(found) < len(names):  # new names (a later run of a series has few or none)
+            cursor.execute("CREATE TEMPORARY TABLE ingest_names "
+                           '(k int8, name_sha1 text COLLATE "C") ON COMMIT DROP')
+            with cursor.copy("COPY ingest_names (k, name_sha1) FROM STDIN (FORMAT BINARY)"
+                             ) as copy:
+                copy.set_types(["int8", "text"])
+                for k, digest in enumerate(digests):
+                    copy.write_row((k, digest))
             cursor.execute(
-                f"INSERT INTO {table} (series_id, name, name_sha1) "  # noqa: S608 (quoted)
-                "SELECT %s, name, name_sha1 FROM ingest_names ORDER BY k "
-                "ON CONFLICT (series_id, name_sha1) DO NOTHING",
-                [series.pk],
+                f"SELECT n.k, f.id FROM ingest_names n JOIN {table} f "  # noqa: S608
+                "ON f.series_id = %s AND f.name_sha1 = n.name_sha1",
+                [series.pk], binary=True,
             )
-            cursor.execute(join, [series.pk], binary=True)
-            found = cursor.fetchall()
-        cursor.execute("DROP TABLE ingest_names")
-    if len(found) != len(names):  # the unique index makes this impossible: say so if not
-        raise RuntimeError(f"series {series.pk}: {len(found)} ids for {len(names)} names")
-    pairs = np.array(found, dtype=np.int64).reshape(-1, 2)
-    ids = np.empty(len(names), dtype=np.int64)
-    ids[pairs[:, 0]] = pairs[:, 1]
+            found = np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, 2)
+            cursor.execute("DROP TABLE ingest_names")
+            ids[found[:, 0]] = found[:, 1]
+        new = np.flatnonzero(ids == 0)
+        if len(new):  # a later run of a series has few or none
+            cursor.execute("SELECT pg_get_serial_sequence(%s, 'id')::regclass::oid",
+                           [Function._meta.db_table])
+            sequence = cursor.fetchone()[0]  # type: ignore[index]
+            cursor.execute("SELECT nextval(%s::oid) FROM generate_series(1, %s)",
+                           [sequence, len(new)], binary=True)
+            ids[new] = np.sort(np.fromiter((row[0] for row in cursor), np.int64, len(new)))
+            with cursor.copy(f"COPY {table} (id, series_id, name, name_sha1) "
+                             "FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["int8", "int8", "text", "text"])
+                for k, fid in zip(new.tolist(), ids[new].tolist(), strict=True):
+                    copy.write_row((fid, series.pk, Function.storable(names[k]), digests[k]))
     return ids
 
 
@@ -391,6 +405,9 @@ def _store(run: Run, result: FunctionTimes) -> None:
         if locked.status != Run.PENDING:
             return  # finished by another worker after a stale claim
         ids = _function_ids(run.series, result.names)
+        # lz4, not pglz, for the run's 32 MB of times (a million functions): 1.0 s of server
+        # CPU became 0.3 s (tests.benchmarks.names).
+        lz4_toast()
         # force_insert: a pending run has no times; a plain save() would first send the
         # arrays in an UPDATE that matches nothing (32 MB for a million functions).
         RunTimes.pack(locked, ids, result.self_us, result.total_us, result.calls).save(

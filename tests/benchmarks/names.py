@@ -10,10 +10,12 @@ traces (a ``Renderer`` process whose ``CrRendererMain`` thread has one complete 
 function, every name distinct, lognormal durations; the runs share their names). Each run
 is then ingested as a worker does (``ingest.runs.process_run`` of a registered run: parse,
 then store the functions and the packed times in one transaction), timed as a whole and
-split into parse and store; then ``GET /series/<name>/releases/<version>/`` (the release
-page: its runs and its functions by median self time) is timed with django.test.Client,
-median of three after one warm-up. Issue 14's targets: ingest <= 20 s, release page <= 1 s
-(it measured 132-173 s and 9.6 s). The last line printed is
+split into parse and store, with the CPU time of this process and of its PostgreSQL
+server process (read from ``/proc``; robust to other load on the machine); then
+``GET /series/<name>/releases/<version>/`` (the release page: its runs and its functions
+by median self time) is timed with django.test.Client, median of three after one
+warm-up. Issue 14's targets: ingest <= 20 s, release page <= 1 s (it measured 132-173 s
+and 9.6 s). The last line printed is
 ``ingest_s=<first run> ingest_known_s=<a run whose names are known> release_page_s=<x>``.
 """
 
@@ -48,6 +50,21 @@ def write_trace(path: Path, functions: int, rng: np.random.Generator) -> None:
         out.write("]}")
 
 
+def backend_cpu_s() -> float:
+    """CPU seconds (user + system) of the PostgreSQL process serving Django's connection;
+    NaN where ``/proc`` does not show it (another machine, another OS)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--functions", type=int, default=1_000_000)
@@ -78,15 +95,19 @@ def main() -> None:
             entry = ingest_runs.register_run(release, None, path.name, options,
                                              keep_upload=False,
                                              digest=ingest_runs.file_sha256(path))
-            start = time.perf_counter()
+            server_cpu = backend_cpu_s()
+            start, cpu = time.perf_counter(), time.process_time()
             parsed = ingest_runs.parse_file(path, path.name, options.as_dict())
             parse_s = time.perf_counter() - start
             run = ingest_runs.process_run(entry.run.pk, parsed=parsed)
             total = time.perf_counter() - start
+            cpu = time.process_time() - cpu
+            server_cpu = backend_cpu_s() - server_cpu
             assert run.status == run.DONE, run.error
             ingest_s.append(total)
             print(f"run {k}: {size / 1e6:.0f} MB, {len(parsed.names):,} functions: "
-                  f"ingest {total:.1f} s (parse {parse_s:.1f} s, store {total - parse_s:.1f} s)")
+                  f"ingest {total:.1f} s (parse {parse_s:.1f} s, store {total - parse_s:.1f} s); "
+                  f"CPU: this process {cpu:.1f} s, PostgreSQL {server_cpu:.1f} s")
 
     client = Client(HTTP_HOST="127.0.0.1")
     url = f"/series/{SERIES}/releases/{VERSION}/"
