@@ -111,7 +111,7 @@ class Function(models.Model):
     )
     name = models.TextField()
     # Unique on a digest: PostgreSQL cannot index arbitrarily long text in a b-tree. On
-    # PostgreSQL the column has the "C" collation (migration 0013: byte comparisons in the
+    # PostgreSQL the column has the "C" collation (migration 0014: byte comparisons in the
     # index); a migration that alters this field must set it again.
     name_sha1 = models.CharField(max_length=40, editable=False)
 

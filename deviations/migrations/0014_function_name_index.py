@@ -24,7 +24,7 @@ def _on_postgresql(sql):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('deviations', '0012_canaries'),
+        ('deviations', '0013_segments_rule'),
     ]
 
     operations = [
