@@ -1109,9 +1109,10 @@ about 3.3 per run, so fewer than about 22 runs) gets a proportionally smaller pe
 ``min(..., C / SEGMENT_PENALTY_COST)`` times the penalty, a quarter of ``C`` at the default
 :data:`SEGMENT_PENALTY`. ``C`` bounds what any segmentation can save, and a fully
 separated ×3 step in 4 releases × 3 runs saves 16.5 of its 37.7, less than 18. Measured on
-small series (docs/statistics.md §6c): 4 × 3 ×3 steps found 0% → 96–100%, false flags
-≤ 0.15% per boundary at 4 × 3, 6 × 3, 4 × 5; every series of the dashboard-sized
-simulation (24 releases, 5 or 10 runs) keeps 18 or 25.5."""
+small series (docs/statistics.md §6c, ``compare_rules --small 20``): ×3 steps in 4 × 3
+found 0% → 96–100%, false flags 0.04–0.06% per boundary at 4 × 3, 6 × 3 and 4 × 5 (worst
+seed 0.14%); every series of the dashboard-sized simulation (24 releases, 5 or 10 runs)
+keeps 18 or 25.5."""
 
 SEGMENT_MAX_LENGTH: Final = 30
 """Longest segment of :func:`optimal_segments`, in releases: the cost grows with releases
@@ -1392,8 +1393,11 @@ def segment_verdicts(
         Run times, NaN-padded; values ``<= 0`` (absent releases) are left out.
     penalty : float, default :data:`SEGMENT_PENALTY`
         Per change point at up to :data:`SEGMENT_PENALTY_RUNS` runs per release; a
-        function with a median of ``m`` runs per release gets
-        ``penalty * sqrt(max(1, m / SEGMENT_PENALTY_RUNS))``, see :func:`optimal_segments`.
+        function with a median of ``m`` runs per release whose runs, as one segment, cost
+        ``C`` (:func:`optimal_segments`) gets
+        ``penalty * min(sqrt(max(1, m / SEGMENT_PENALTY_RUNS)), C / SEGMENT_PENALTY_COST)``:
+        more runs per release afford a stricter penalty, and a small series (fewer than
+        about 22 runs) a smaller one, since no segmentation can save more than ``C``.
     fdr : float, default 0.05
         False-discovery rate of the Benjamini–Hochberg step.
     min_relative_effect : float, default 0.1

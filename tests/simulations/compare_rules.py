@@ -352,7 +352,7 @@ def simulate_small(noise: str, runs: int, seed: int, *, functions: int = 30,
 
 def rule_verdicts(samples: np.ndarray, rule: str) -> np.ndarray:
     """Verdict codes of ``paper``, ``recommended`` or ``segments`` (issue 12's segmentation,
-    ``stats.releases.segment_verdicts``, not yet a rule of the dashboard)."""
+    ``stats.releases.segment_verdicts``)."""
     if rule == "segments":
         return segment_verdicts(samples).verdict
     return compare_matrix(samples, rule=rule).verdict  # type: ignore[arg-type]
