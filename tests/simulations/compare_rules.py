@@ -4,6 +4,9 @@ Run from the repository root::
 
     .venv/bin/python -m tests.simulations.compare_rules            # full tables
     .venv/bin/python -m tests.simulations.compare_rules --quick    # smaller, faster
+    .venv/bin/python -m tests.simulations.compare_rules --seeds 20       # §6b's per-seed table
+    .venv/bin/python -m tests.simulations.compare_rules --provisional 20 # §6c's late changes
+    .venv/bin/python -m tests.simulations.compare_rules --small 20       # §6c's small series
 
 It prints two markdown tables: detection / false-alarm rates of both rules per
 distribution and runs per release, and the coverage of Olive's median interval.
