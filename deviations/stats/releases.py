@@ -91,6 +91,7 @@ __all__ = [
     "REGRESSION",
     "SEGMENT_MAX_LENGTH",
     "SEGMENT_PENALTY",
+    "SEGMENT_PENALTY_COST",
     "SEGMENT_PENALTY_RUNS",
     "SEGMENT_PROVISIONAL",
     "SIGNIFICANT_OVERLAP",
@@ -1102,6 +1103,17 @@ the runs, so more runs afford a stricter penalty. Measured at 10 runs (β ≈ 25
 18): recall 99.0% → 98.9%, false flags 0.09% → 0.01%, flag changes later than 9 releases
 13% → 6.5%, 95% of them within 11 releases instead of 14 (docs/statistics.md §6c)."""
 
+SEGMENT_PENALTY_COST: Final = 72.0
+"""A function whose runs, as one segment, cost less than this (:func:`optimal_segments`;
+about 3.3 per run, so fewer than about 22 runs) gets a proportionally smaller penalty:
+``min(..., C / SEGMENT_PENALTY_COST)`` times the penalty, a quarter of ``C`` at the default
+:data:`SEGMENT_PENALTY`. ``C`` bounds what any segmentation can save, and a fully
+separated ×3 step in 4 releases × 3 runs saves 16.5 of its 37.7, less than 18. Measured on
+small series (docs/statistics.md §6c, ``compare_rules --small 20``): ×3 steps in 4 × 3
+found 0% → 96–100%, false flags 0.04–0.06% per boundary at 4 × 3, 6 × 3 and 4 × 5 (worst
+seed 0.14%); every series of the dashboard-sized simulation (24 releases, 5 or 10 runs)
+keeps 18 or 25.5."""
+
 SEGMENT_MAX_LENGTH: Final = 30
 """Longest segment of :func:`optimal_segments`, in releases: the cost grows with releases
 × this length instead of releases squared. A level held longer gets a cut the rank test
@@ -1331,6 +1343,39 @@ def optimal_segments(
     return change
 
 
+def _whole_cost(y: FloatArray) -> FloatArray:
+    """Each function's empirical-distribution cost of all its runs as one segment
+    (:func:`optimal_segments`): the largest cost any segmentation can save."""
+    F = y.shape[0]  # noqa: N806
+    out = np.zeros(F)
+    for lo in range(0, F, _SEGMENT_CHUNK):
+        part = slice(lo, min(F, lo + _SEGMENT_CHUNK))
+        v = y[part].reshape(part.stop - lo, -1)
+        levels, scale = _ed_quantiles(y[part])
+        n = np.sum(~np.isnan(v), axis=1)
+        doubled = 2 * np.sum(v[:, :, None] < levels[:, None, :], axis=1) + np.sum(
+            v[:, :, None] == levels[:, None, :], axis=1
+        )
+        half = np.arange(2 * int(n.max(initial=0)) + 1) / 2.0
+        g = np.zeros(half.shape)
+        np.multiply(half[1:], np.log(half[1:]), out=g[1:])  # g(j / 2), as _partition
+        terms = g[2 * n[:, None] - doubled] + g[doubled]
+        real = levels > -np.inf
+        out[part] = scale * np.sum(np.where(real, g[2 * n][:, None] - terms, 0.0), axis=1)
+    return out
+
+
+def _segment_penalty(y: FloatArray, penalty: float) -> FloatArray:
+    """Each function's penalty of :func:`segment_verdicts` (log times ``y``):
+    ``penalty * min(sqrt(max(1, m / SEGMENT_PENALTY_RUNS)), C / SEGMENT_PENALTY_COST)``."""
+    given = np.sum(~np.isnan(y), axis=2).astype(np.float64)
+    per_release = _nanmedian_rows(np.where(given > 0, given, np.nan))
+    runs = np.sqrt(np.fmax(1.0, per_release / SEGMENT_PENALTY_RUNS))  # NaN: no runs → 1
+    size = _whole_cost(y) / SEGMENT_PENALTY_COST
+    out: FloatArray = penalty * np.fmin(runs, size)
+    return out
+
+
 def segment_verdicts(
     samples: npt.ArrayLike,
     *,
@@ -1348,8 +1393,11 @@ def segment_verdicts(
         Run times, NaN-padded; values ``<= 0`` (absent releases) are left out.
     penalty : float, default :data:`SEGMENT_PENALTY`
         Per change point at up to :data:`SEGMENT_PENALTY_RUNS` runs per release; a
-        function with a median of ``m`` runs per release gets
-        ``penalty * sqrt(max(1, m / SEGMENT_PENALTY_RUNS))``, see :func:`optimal_segments`.
+        function with a median of ``m`` runs per release whose runs, as one segment, cost
+        ``C`` (:func:`optimal_segments`) gets
+        ``penalty * min(sqrt(max(1, m / SEGMENT_PENALTY_RUNS)), C / SEGMENT_PENALTY_COST)``:
+        more runs per release afford a stricter penalty, and a small series (fewer than
+        about 22 runs) a smaller one, since no segmentation can save more than ``C``.
     fdr : float, default 0.05
         False-discovery rate of the Benjamini–Hochberg step.
     min_relative_effect : float, default 0.1
@@ -1397,10 +1445,7 @@ def segment_verdicts(
     y = _log_times(x)
     if penalty < 0:
         raise ValueError("penalty must be >= 0")
-    given = np.sum(~np.isnan(y), axis=2).astype(np.float64)
-    per_release = _nanmedian_rows(np.where(given > 0, given, np.nan))
-    scale = np.sqrt(np.fmax(1.0, per_release / SEGMENT_PENALTY_RUNS))  # NaN: no runs → 1
-    change = optimal_segments(y, penalty * scale, max_length=max_length)
+    change = optimal_segments(y, _segment_penalty(y, penalty), max_length=max_length)
     p = np.full((F, max(R - 1, 0)), np.nan)
     shift = np.full((F, max(R - 1, 0)), np.nan)
     f, k = np.nonzero(change)

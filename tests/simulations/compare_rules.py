@@ -4,6 +4,9 @@ Run from the repository root::
 
     .venv/bin/python -m tests.simulations.compare_rules            # full tables
     .venv/bin/python -m tests.simulations.compare_rules --quick    # smaller, faster
+    .venv/bin/python -m tests.simulations.compare_rules --seeds 20       # §6b's per-seed table
+    .venv/bin/python -m tests.simulations.compare_rules --provisional 20 # §6c's late changes
+    .venv/bin/python -m tests.simulations.compare_rules --small 20       # §6c's small series
 
 It prints two markdown tables: detection / false-alarm rates of both rules per
 distribution and runs per release, and the coverage of Olive's median interval.
@@ -270,7 +273,12 @@ def main(argv: list[str] | None = None) -> None:
                         help="print only the per-seed table of §6b over seeds 0 .. N-1")
     parser.add_argument("--provisional", type=int, default=0,
                         help="print only how late verdicts change (§6c) over seeds 0 .. N-1")
+    parser.add_argument("--small", type=int, default=0,
+                        help="print only the small series' table (§6c) over seeds 0 .. N-1")
     args = parser.parse_args(argv)
+    if args.small:
+        print_small_table(range(args.small))
+        return
     if args.seeds:
         print_seed_table(range(args.seeds))
         return
@@ -347,7 +355,7 @@ def simulate_small(noise: str, runs: int, seed: int, *, functions: int = 30,
 
 def rule_verdicts(samples: np.ndarray, rule: str) -> np.ndarray:
     """Verdict codes of ``paper``, ``recommended`` or ``segments`` (issue 12's segmentation,
-    ``stats.releases.segment_verdicts``, not yet a rule of the dashboard)."""
+    ``stats.releases.segment_verdicts``)."""
     if rule == "segments":
         return segment_verdicts(samples).verdict
     return compare_matrix(samples, rule=rule).verdict  # type: ignore[arg-type]
@@ -468,6 +476,69 @@ def seed_table(seeds: range, runs: int, rule: str) -> list[tuple[int, int, int, 
             stable += int(s.stable.sum() * v.shape[1])
         out.append((seed, found, planted, false, stable))
     return out
+
+
+# --- small series (a user's first releases): the segments rule -------------------------------
+
+SMALL_SIZES: tuple[tuple[int, int], ...] = ((2, 5), (3, 3), (3, 5), (4, 3), (6, 3), (4, 5),
+                                            (8, 3), (12, 3), (12, 5))
+"""Releases × runs of the small-series table."""
+
+
+def small_series(releases: int, runs: int, seed: int) -> dict[str, tuple[int, int]]:
+    """The segments rule on small series: ``{key: (count, out of)}``.
+
+    Keys ``(size, sd)`` (×2 or ×3, lognormal sd 0.1, 0.2, 0.3): steps up found on their
+    boundary (after release ``releases // 2``), in matrices of 50 step functions and 50
+    stable ones; ``"false"``: flags per boundary of stable functions, those matrices' and
+    200 stable functions a matrix of each sd and of each noise shape of ``NOISES``.
+    """
+    rng = np.random.default_rng(10_000 + 100 * seed + 10 * releases + runs)
+    k = releases // 2 - 1
+    out: dict[str, tuple[int, int]] = {}
+
+    def add(key: str, got: int, total: int) -> None:
+        a, b = out.get(key, (0, 0))
+        out[key] = (a + got, b + total)
+
+    def flags(v: np.ndarray) -> int:
+        return int(np.isin(v, (REGRESSION, IMPROVEMENT)).sum())
+
+    for sd in (0.1, 0.2, 0.3):
+        v = segment_verdicts(100.0 * rng.lognormal(0.0, sd, (200, releases, runs))).verdict
+        add("false", flags(v), v.size)
+        for size in (2.0, 3.0):
+            x = 100.0 * rng.lognormal(0.0, sd, (100, releases, runs))
+            x[:50, k + 1 :] *= size
+            v = segment_verdicts(x).verdict
+            add(f"x{size:.0f} sd {sd}", int((v[:50, k] == REGRESSION).sum()), 50)
+            add("false", flags(v[50:]), v[50:].size)
+    for noise in NOISES.values():
+        level = np.full((200, releases, 1), 5.0 if noise is _quantised else 100.0)
+        v = segment_verdicts(noise(rng, (200, releases, runs), level)).verdict
+        add("false", flags(v), v.size)
+    return out
+
+
+def print_small_table(seeds: range) -> None:
+    """docs/statistics.md §6c: steps found and false flags of the segments rule on small
+    series, summed over ``seeds``."""
+    rows = []
+    for releases, runs in SMALL_SIZES:
+        total: dict[str, tuple[int, int]] = {}
+        for seed in seeds:
+            for key, (a, b) in small_series(releases, runs, seed).items():
+                c, d = total.get(key, (0, 0))
+                total[key] = (a + c, b + d)
+        rows.append((releases, runs, total))
+    keys = [k for k in rows[0][2] if k != "false"]
+    print("| releases × runs | " + " | ".join(keys) + " | false flags |")
+    print("|---" * (len(keys) + 2) + "|")
+    for releases, runs, total in rows:
+        cells = [f"{100 * total[k][0] / total[k][1]:.0f}%" for k in keys]
+        a, b = total["false"]
+        print(f"| {releases} × {runs} | " + " | ".join(cells)
+              + f" | {100 * a / b:.2f}% ({a} of {b}) |")
 
 
 if __name__ == "__main__":
