@@ -199,8 +199,10 @@ def bench(form: str, args: argparse.Namespace) -> str:
                 cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
         wait_for(port, procs[0], f"/series/{SERIES}/")
         cpu_before = [process_cpu(proc.pid) for proc in procs]
+        client_before = time.process_time()
         result = run_load(port, token, args.seconds, args.users, args.uploaders,
                           args.functions)
+        client_cpu = time.process_time() - client_before
         cpu = [process_cpu(proc.pid) - before for proc, before in zip(procs, cpu_before,
                                                                         strict=True)]
     finally:
@@ -221,7 +223,7 @@ def bench(form: str, args: argparse.Namespace) -> str:
         per_upload = 1000 * cpu[1] / max(1, len(uploads))
         worker = f", worker {cpu[1]:.1f} s ({per_upload:.0f} ms per upload)"
     print(f"  CPU: web processes {cpu[0]:.1f} s ({1000 * cpu[0] / requests:.1f} ms per page or "
-          f"upload request){worker}")
+          f"upload request){worker}; this client {client_cpu:.1f} s")
     if uploads:
         print(f"  (median upload {statistics.median(uploads):.0f} ms)")
     return (f"{form}: page_p50_ms={percentile(pages, 50):.0f} "
