@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
@@ -37,7 +38,8 @@ def shared_page(request: HttpRequest, key: Hashable, template: str,
     part of the header is rendered for ``request`` each time.
 
     ``key`` must change whenever anything the page shows changes; ``context`` is called
-    only when nothing is kept under it (``DEVIATIONS_PAGE_CACHE_MB=0``: every time).
+    only when nothing is kept under it (every time with ``DEVIATIONS_PAGE_CACHE_MB=0`` or
+    ``DEBUG``, where templates edited under runserver must show at once).
     """
 
     def make() -> tuple[tuple[str, str], int]:
@@ -47,8 +49,11 @@ def shared_page(request: HttpRequest, key: Hashable, template: str,
             raise ValueError(f"{template} does not extend base.html: no account slot")
         return (before, after), sys.getsizeof(before) + sys.getsizeof(after)
 
-    kept = memo.remembered(("page", key), make)
-    assert kept is not None  # make() never returns None
-    before, after = kept
+    if settings.DEBUG:  # a template edited under runserver shows at the next request
+        (before, after), _ = make()
+    else:
+        kept = memo.remembered(("page", key), make)
+        assert kept is not None  # make() never returns None
+        before, after = kept
     account = render_to_string("_account.html", request=request)
     return HttpResponse(before + account + after)

@@ -158,10 +158,11 @@ def test_a_kept_page_is_not_shown_when_browsing_needs_a_login(
         assert response["Location"].startswith("/accounts/login/")
 
 
+@pytest.mark.parametrize("off", [{"DEVIATIONS_PAGE_CACHE_MB": 0}, {"DEBUG": True}])
 def test_without_the_cache_every_request_renders(
-    client: Client, series: str, renders: list[Any]  # noqa: F811
+    client: Client, series: str, renders: list[Any], off: dict[str, Any]  # noqa: F811
 ) -> None:
-    with override_settings(DEVIATIONS_PAGE_CACHE_MB=0):
+    with override_settings(**off):
         first, second = rendered(client, renders), rendered(client, renders)
     assert (first[1], second[1]) == (1, 1)
     assert first[0] == second[0]
