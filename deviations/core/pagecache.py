@@ -1,7 +1,8 @@
 """Pages whose HTML is the same for every visitor, kept rendered (``core.memo``).
 
-A page of the matrix costs ~45 ms of CPU to assemble and render (its figure, its table
-and the release selects), the same for every visitor until something it shows changes.
+A page of the matrix cost 15-21 ms of CPU to assemble and render (its figure, its table
+and the release selects), the same for every visitor until something it shows changes;
+kept, ~3.5 ms (docs/architecture.md, "Rendered pages and load").
 ``shared_page`` keeps the rendered page under a key the view builds from everything the
 page shows (the series' row, its analysis generation, the controls, the releases with
 their run counts, the notes), so a kept page is never stale: any change is a new key.
