@@ -29,9 +29,11 @@ of the uploads.
 from __future__ import annotations
 
 import argparse
+import atexit
 import cProfile
 import os
 import pstats
+import shutil
 import statistics
 import tempfile
 import time
@@ -45,6 +47,7 @@ def setup(database: str, reuse: bool) -> None:
     for name in ("CELERY_BROKER_URL",):
         os.environ.pop(name, None)
     tmp = Path(tempfile.mkdtemp(prefix="cpu-bench-"))
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     os.environ["DJANGO_MEDIA_ROOT"] = str(tmp / "m")
     if database == "sqlite":
         os.environ["DATABASE_URL"] = f"sqlite:///{tmp / 'db.sqlite3'}"
