@@ -7,10 +7,10 @@ application = get_wsgi_application()
 
 
 def _warm_up() -> None:
-    """Load at a server process' start what its first requests would load: a gunicorn
-    worker that had served nothing answered its first request ~1 s late under load (the
-    URLconf imports every API router, SciPy with them), and on the embedded default, where
-    tasks run in the web process, its first upload another ~0.3 s (Celery, the analysis).
+    """Load at a server process' start what its first requests would load: the URLconf
+    (it imports every API router, SciPy with them) and, on the embedded default, where
+    tasks run in the web process, Celery and the analysis. A fresh worker's first upload
+    answered in 953 ms, now 165 ms (docs/architecture.md, "Rendered pages and load").
     Commands never import this module: their start-up stays lazy (docs/architecture.md)."""
     from django.conf import settings
     from django.urls import get_resolver
