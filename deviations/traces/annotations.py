@@ -55,7 +55,11 @@ def annotation_out(annotation: ReleaseAnnotation) -> dict[str, Any]:
     }
 
 
-def add_marks(figure: dict[str, Any], series: Series, position: dict[str, Any]) -> None:
+def add_marks(figure: dict[str, Any], series: Series, position: dict[str, Any],
+              annotations: list[ReleaseAnnotation] | None = None) -> None:
     """Mark on ``figure`` the series' notes whose release it shows (``position``: release
-    version → x on its x axis)."""
-    rules.chart_marks(figure, chart_marks(series_annotations(series), position))
+    version → x on its x axis; ``annotations``: ``series_annotations(series)`` when the
+    caller has them already)."""
+    if annotations is None:
+        annotations = series_annotations(series)
+    rules.chart_marks(figure, chart_marks(annotations, position))

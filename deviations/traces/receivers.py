@@ -2,12 +2,10 @@
 
 from typing import Any
 
-from deviations.core.queue import enqueue
-
 
 def queue_analysis(sender: Any, series_id: int, **kwargs: Any) -> None:
     # Imported when data arrives, not when Django starts: the tasks bring the analysis and
     # SciPy, which a command or a page that stores nothing never needs.
-    from deviations.traces.tasks import analyse_series
+    from deviations.traces.tasks import analyse_series, send_once
 
-    enqueue(analyse_series, series_id)
+    send_once(analyse_series, series_id)

@@ -68,12 +68,16 @@ def releases_with_counts(series: Series) -> list[Release]:
     )
 
 
-def releases_lacking_runs(series: Series) -> list[dict[str, Any]]:
+def releases_lacking_runs(series: Series,
+                          releases: list[Release] | None = None) -> list[dict[str, Any]]:
     """Releases with fewer than ``MIN_RUNS`` done runs, in series order: no interval, so
     they are not columns of the analysis (their neighbours are compared with each other).
+    ``releases``: ``releases_with_counts(series)`` when the caller has it already.
     """
+    if releases is None:
+        releases = releases_with_counts(series)
     return [{"version": r.version, "runs_done": r.runs_done, "url": r.get_absolute_url()}
-            for r in releases_with_counts(series) if r.runs_done < MIN_RUNS]
+            for r in releases if r.runs_done < MIN_RUNS]
 
 
 def lacking_runs_by_series() -> dict[int, list[str]]:

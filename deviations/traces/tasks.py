@@ -5,12 +5,66 @@ Thin and idempotent, keyed by ids (docs/architecture.md, "Tasks"). Task names ke
 historical ``deviations.`` prefix so queued messages survive an upgrade.
 """
 
+from typing import Any
+
 from celery import shared_task
+from django.conf import settings
+from django.core.cache import cache
 from django.db import InterfaceError, OperationalError
+from redis.exceptions import RedisError
 
 from deviations.core.queue import enqueue
 from deviations.traces import analysis, notify, store
 from deviations.traces.models import Series
+
+#: How long a "queued" mark (``send_once``) lives if its message is lost; the beat's
+#: ``analyse_stale_series`` finds such a series within 2 minutes anyway.
+QUEUED_MARK_SECONDS = 600
+
+
+def _coalesces() -> bool:
+    """Marks need a worker (in-process, each task has run before its sender goes on) and a
+    cache every process shares (the broker's Redis; local memory is per process)."""
+    from deviations.core.worker import app
+
+    backend = str(settings.CACHES["default"]["BACKEND"])
+    return not app.conf.task_always_eager and backend.endswith("RedisCache")
+
+
+def _mark(task: Any, series_id: int) -> str:
+    return f"queued:{task.name}:{series_id}"
+
+
+def send_once(task: Any, series_id: int) -> bool:
+    """``enqueue(task, series_id)`` unless the same task of the series is queued and not
+    started yet: that one will see what the caller stored, since a task drops its mark
+    (``_started``) before it reads anything. A burst of runs of one series then costs one
+    analysis, not one per run (a worker that falls behind catches up at once). False when
+    the broker is unreachable (the mark is dropped: the next run tries again)."""
+    if not _coalesces():
+        return enqueue(task, series_id)
+    key = _mark(task, series_id)
+    try:
+        if not cache.add(key, 1, QUEUED_MARK_SECONDS):
+            return True
+    except RedisError:  # Redis is the broker too: enqueue says what to do
+        return enqueue(task, series_id)
+    if enqueue(task, series_id):
+        return True
+    try:
+        cache.delete(key)
+    except RedisError:  # the mark expires; the beat's sweeper catches the series first
+        pass
+    return False
+
+
+def _started(task: Any, series_id: int) -> None:
+    """From now on a new run (or analysis) sends the task again (``send_once``)."""
+    if _coalesces():
+        try:
+            cache.delete(_mark(task, series_id))
+        except RedisError:  # unreachable: its mark expires, nothing is lost
+            pass
 
 
 @shared_task(
@@ -22,15 +76,17 @@ from deviations.traces.models import Series
 def analyse_series(series_id: int) -> str:
     """Recompute a series' statistics unless a stored analysis already saw every run.
 
-    Each finished run sends one; the first to run covers the others, which then find the
-    analysis up to date. Its alerts follow (in-process in the embedded default), only when
-    this call stored a new analysis: the others would re-sync the same verdicts (seconds
-    for a series with thousands of alerts); due groups are also emailed by the beat.
+    Each finished run sends one unless one is queued already (``send_once``); the first
+    to run covers the others, which then find the analysis up to date. Its alerts follow
+    (in-process in the embedded default), only when this call stored a new analysis: the
+    others would re-sync the same verdicts (seconds for a series with thousands of
+    alerts); due groups are also emailed by the beat.
     """
+    _started(analyse_series, series_id)
     before = store.generation(series_id)
     result = analysis.analyse_series(series_id)
     if store.generation(series_id) != before:
-        enqueue(series_alerts, series_id)
+        send_once(series_alerts, series_id)
     return result
 
 
@@ -43,6 +99,7 @@ def analyse_series(series_id: int) -> str:
 def series_alerts(series_id: int) -> int:
     """Record the series' verdicts as alerts, then email the alert groups that are due;
     returns the emails sent (a second run records and sends nothing new)."""
+    _started(series_alerts, series_id)
     return notify.after_analysis(series_id)
 
 

@@ -8,13 +8,15 @@ from typing import Any
 
 import msgspec
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Max
+from django.db.models import Count, F, Max
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from deviations.core import annotations as note_rules
 from deviations.core.errors import UserError
+from deviations.core.pagecache import shared_page
 from deviations.core.tables import write_csv
 from deviations.core.text import plotly_text
 from deviations.stats.intervals import MIN_RUNS
@@ -69,15 +71,40 @@ def series_list(request: HttpRequest) -> HttpResponse:
 
 def series_detail(request: HttpRequest, name: str) -> HttpResponse:
     """The deviation matrix (seed 003, Figure 9) with its controls."""
-    series = get_object_or_404(Series, name=name)
+    series = get_object_or_404(
+        Series.objects.annotate(page_generation=F("analysis__generation")), name=name
+    )
     query = MatrixQuery.for_series(request.GET, series)
-    view = matrix_slice(series, query)
     fmt = request.GET.get("format")
-    if fmt == "json":
-        return HttpResponse(cells_json(view), content_type="application/json")
-    if fmt == "csv":
+    if fmt in ("json", "csv"):
+        view = matrix_slice(series, query)
+        if fmt == "json":
+            return HttpResponse(cells_json(view), content_type="application/json")
         rows = cell_rows(view) if view is not None else []
         return _table_response(rows, DEVIATION_FIELDS, fmt, f"{series.name}-deviations")
+    releases = selectors.releases_with_counts(series)
+    annotations = notes.series_annotations(series)
+    # Everything the page shows (core.pagecache): the series' row (thresholds, default
+    # rule), its analysis (generation), the controls, the releases with their run counts
+    # (versions, the selects, "not in the matrix"), the notes marked on the figure.
+    key = (
+        "series_detail", request.path, _fields(series), series.page_generation, query,
+        tuple(_fields(r) + (r.runs_done, r.runs_failed, r.runs_pending) for r in releases),
+        tuple(_fields(a) + (note_rules.byline(a),) for a in annotations),
+    )
+    return shared_page(request, key, "deviations/series_detail.html",
+                       lambda: _series_context(request, series, query, releases, annotations))
+
+
+def _fields(instance: Any) -> tuple[Any, ...]:
+    """The values of a row's columns (a page's cache key: any edit is a new key)."""
+    return tuple(getattr(instance, f.attname) for f in type(instance)._meta.concrete_fields)
+
+
+def _series_context(request: HttpRequest, series: Series, query: MatrixQuery,
+                    releases: list[Release], annotations: list[ReleaseAnnotation],
+                    ) -> dict[str, Any]:
+    view = matrix_slice(series, query)
     figure, table = None, []
     if view is not None:
         link = "?" + query.params(page=1, q="", only=False, sort="deviations", first="", last="")
@@ -92,19 +119,19 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
             release_urls=release_urls,
             provisional=a["provisional"],
         )
-        notes.add_marks(figure, series, {v: plotly_text(v) for v in view.releases[1:]})
+        notes.add_marks(figure, series, {v: plotly_text(v) for v in view.releases[1:]},
+                        annotations)
         table = [
             {"name": n, "url": u, "regressions": int(r), "improvements": int(i),
              "largest_gap": float(g)}
             for n, u, r, i, g in zip(view.function_names, urls, view.regressions,
                                      view.improvements, view.largest_gap, strict=True)
         ]
-    releases = selectors.releases_with_counts(series)
-    context = {
+    return {
         "series": series, "query": query, "view": view, "figure": figure, "table": table,
         "releases": releases,
         "range_problem": range_problem(query, [r.version for r in releases]),
-        "lacking": selectors.releases_lacking_runs(series),
+        "lacking": selectors.releases_lacking_runs(series, releases),
         "provisional_pairs": int(view.arrays["provisional"].any(axis=0).sum()) if view else 0,
         "min_runs": MIN_RUNS,
         "permalink": request.path + ("?" + query.params() if query.params() else ""),
@@ -115,7 +142,6 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
         "next_page": query.params(page=view.query.page + 1)
         if view and view.query.page < view.pages else None,
     }
-    return render(request, "deviations/series_detail.html", context)
 
 
 def matrix_json(request: HttpRequest, name: str) -> HttpResponse:

@@ -14,7 +14,8 @@ It builds the series as ``tests.benchmarks.pages`` does (a database of its own:
 starts the processes and the clients; each reader loops ``GET /series/<name>/`` over one
 keep-alive connection, each uploader sends traces of ~2,000 functions to a release of its
 own of another series, one after the other. Printed per form: requests, errors, p50 and
-p99 of the page and of the uploads, then ``<form>: page_p50_ms=… page_p99_ms=… errors=…``
+p99 of the page and of the uploads, the CPU time the web processes (and the Celery
+worker) used during the load, then ``<form>: page_p50_ms=… page_p99_ms=… errors=…``
 (target: no errors, page p99 <= 1,000 ms).
 """
 
@@ -78,6 +79,29 @@ def trace(functions: int, seed: int) -> bytes:
         events.append({"ph": "X", "name": f"F{k}", "pid": 1, "tid": 1, "ts": ts, "dur": dur})
         ts += dur + 1
     return json.dumps({"traceEvents": events}).encode()
+
+
+def process_cpu(root: int) -> float:
+    """CPU seconds (user + system) used so far by process ``root`` and its live descendants
+    (Linux ``/proc``; 0 elsewhere): the gunicorn master and workers, or the Celery worker
+    and its pool. Other jobs on a shared machine stretch latency, not these."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry.name)
+        parents[pid] = int(fields[1])
+        times[pid] = (int(fields[11]) + int(fields[12])) / tick
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += times.get(pid, 0.0)
+        todo += [child for child, parent in parents.items() if parent == pid]
+    return total
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -174,8 +198,13 @@ def bench(form: str, args: argparse.Namespace) -> str:
                  "--concurrency=2", "--loglevel=WARNING"],
                 cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
         wait_for(port, procs[0], f"/series/{SERIES}/")
+        cpu_before = [process_cpu(proc.pid) for proc in procs]
+        client_before = time.process_time()
         result = run_load(port, token, args.seconds, args.users, args.uploaders,
                           args.functions)
+        client_cpu = time.process_time() - client_before
+        cpu = [process_cpu(proc.pid) - before for proc, before in zip(procs, cpu_before,
+                                                                        strict=True)]
     finally:
         for proc in procs:
             proc.terminate()
@@ -188,6 +217,13 @@ def bench(form: str, args: argparse.Namespace) -> str:
     print(f"  upload: {len(uploads)} answered, p50 {percentile(uploads, 50):.0f} ms, "
           f"p99 {percentile(uploads, 99):.0f} ms")
     print(f"  errors: {len(errors)}" + (f" (first: {errors[0]})" if errors else ""))
+    requests = max(1, len(pages) + len(uploads))
+    worker = ""
+    if len(cpu) > 1:
+        per_upload = 1000 * cpu[1] / max(1, len(uploads))
+        worker = f", worker {cpu[1]:.1f} s ({per_upload:.0f} ms per upload)"
+    print(f"  CPU: web processes {cpu[0]:.1f} s ({1000 * cpu[0] / requests:.1f} ms per page or "
+          f"upload request){worker}; this client {client_cpu:.1f} s")
     if uploads:
         print(f"  (median upload {statistics.median(uploads):.0f} ms)")
     return (f"{form}: page_p50_ms={percentile(pages, 50):.0f} "
