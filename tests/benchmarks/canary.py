@@ -17,6 +17,12 @@ reads; the figures come only when something was applied since ``N``) until it sh
 batch applied: ``batch_to_decision_ms`` is the median of those times. ``batches_per_s``
 counts every batch from the first POST until the worker has applied the last one (the
 posting rate alone is printed too). Targets: >= 200 batches/s, <= 250 ms.
+
+Before anything is timed, a second canary receives ``WARM_UP`` batches from the same
+clients (and the page's JSON is read once), until the worker has applied them: each
+process has then loaded its code (the first request imports the URL configuration, SciPy
+and the API, ~1.5 s of CPU per gunicorn worker), so the rates and the CPU per batch are
+those of a running service, not of its start.
 """
 
 from __future__ import annotations
@@ -62,8 +68,9 @@ def _tree_cpu(root: int) -> float:
     return total
 
 
-def build(env: dict[str, str]) -> tuple[str, int]:
-    """Migrate, create a user, a token and the canary in a child process."""
+def build(env: dict[str, str]) -> tuple[str, int, int]:
+    """Migrate, create a user, a token, the canary and the warm-up canary in a child
+    process."""
     code = """
 import django
 django.setup()
@@ -74,12 +81,13 @@ from deviations.core.models import ApiToken
 from deviations.experiments.canaries.services import create_canary
 user = get_user_model().objects.create_user("bench")
 canary = create_canary("bench", bad="higher", unit="ms")
-print(ApiToken.issue(user, "bench")[1], canary.pk)
+warm = create_canary("warm-up", bad="higher", unit="ms")
+print(ApiToken.issue(user, "bench")[1], canary.pk, warm.pk)
 """
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, env=env, check=True,
                          capture_output=True, text=True)
-    token, canary_id = out.stdout.strip().splitlines()[-1].split()
-    return token, int(canary_id)
+    token, canary_id, warm_id = out.stdout.strip().splitlines()[-1].split()
+    return token, int(canary_id), int(warm_id)
 
 
 class Feeder:
@@ -111,6 +119,35 @@ def post(conn: http.client.HTTPConnection, path: str, body: bytes,
     if response.status != 202:
         raise RuntimeError(f"POST {path}: {response.status} {data[:200]!r}")
     return dict(json.loads(data))
+
+
+#: Batches sent to the warm-up canary before the timed run (a few per client and process).
+WARM_UP = 40
+
+
+def warm_up(port: int, token: str, canary_id: int, clients: int) -> None:
+    """Post ``WARM_UP`` batches to the warm-up canary from ``clients`` threads at once (so
+    that every gunicorn worker serves some), read its page's JSON, wait until applied."""
+    feeder = Feeder(WARM_UP, 1000, 1)
+    path = f"/api/canaries/{canary_id}/observations"
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+    def client() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        while (item := feeder.take()) is not None:
+            post(conn, path, item[1], headers)
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    while True:
+        conn.request("GET", f"/canaries/{canary_id}/live.json?seen=-1")
+        if json.loads(conn.getresponse().read())["view"]["batches_applied"] >= WARM_UP:
+            return
+        time.sleep(0.05)
 
 
 def run(port: int, token: str, canary_id: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -195,7 +232,7 @@ def main() -> None:
                DATABASE_URL=PG.format(args.database) + f"?conn_max_age={args.conn_max_age}",
                CELERY_BROKER_URL=args.redis)
     recreate_database(args.database)
-    token, canary_id = build(env)
+    token, canary_id, warm_id = build(env)
     procs: list[subprocess.Popen[bytes]] = []
     log = (tmp / "processes.log").open("wb")
     try:
@@ -209,6 +246,7 @@ def main() -> None:
              "--concurrency=1", "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
             cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
         wait_for(port, procs[0], "/api/canaries")
+        warm_up(port, token, warm_id, args.clients)
         cpu_before = [_tree_cpu(p.pid) for p in procs]
         result = run(port, token, canary_id, args)
         result["cpu"] = [_tree_cpu(p.pid) - before for p, before in zip(procs, cpu_before,
@@ -236,8 +274,9 @@ def main() -> None:
               f"{statistics.median(lat):.0f} ms, p90 {np.percentile(lat, 90):.0f} ms, "
               f"max {max(lat):.0f} ms")
     web, worker = result["cpu"]
-    print(f"  CPU per batch: web {web / result['batches'] * 1000:.0f} ms, worker "
-          f"{worker / result['batches'] * 1000:.0f} ms (PostgreSQL's not counted)")
+    print(f"  CPU per batch: web {web / result['batches'] * 1000:.1f} ms, worker "
+          f"{worker / result['batches'] * 1000:.1f} ms (PostgreSQL's not counted; after "
+          f"{WARM_UP} warm-up batches)")
     if result["errors"]:
         print(f"  errors: {len(result['errors'])} (first: {result['errors'][0]})")
     print(f"batches_per_s={result['batches'] / result['applied_s']:.0f} "
