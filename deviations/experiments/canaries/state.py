@@ -18,7 +18,6 @@ A batch applied twice changes nothing: batches are applied by ``seq`` after
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -76,7 +75,11 @@ def headline_for(canary: Canary, decision: str, b_values_larger: bool) -> str:
 
 
 def _finite(values: np.ndarray) -> list[float | None]:
-    return [float(v) if math.isfinite(v) else None for v in values]
+    """The values as a JSON list, ``None`` where infinite (a band past the data)."""
+    out: list[float | None] = values.tolist()
+    for i in np.flatnonzero(~np.isfinite(values)).tolist():
+        out[i] = None
+    return out
 
 
 def summarise(canary: Canary, test: SequentialTest) -> dict[str, Any]:
