@@ -15,6 +15,7 @@ import numpy as np
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import connection, transaction
+from django.utils import timezone
 
 from deviations.alerts.services import speaks_for
 from deviations.core.access import ForbiddenError
@@ -262,15 +263,39 @@ def receive_batch(
                 raise UserError(f"timestamps: {times.size} given for {vals.size} values")
             data = vals
         seq = canary.batches_received + 1
-        CanaryBatch.objects.create(
-            canary_id=canary_id, seq=seq, batch_id=batch_id, arm=arm, n=int(data.size),
-            values=pack(data), digest=digest,
-        )
+        update["batches_received"] = seq
         if not canary.update_queued:
             update["update_queued"] = True
             transaction.on_commit(lambda: enqueue(tasks.update_canary, canary_id))
-        Canary.objects.filter(pk=canary_id).update(batches_received=seq, **update)
+        _store(canary_id, seq, batch_id, arm, data, digest, update)
     return Receipt(seq=seq, n=int(data.size), duplicate=False)
+
+
+def _store(canary_id: int, seq: int, batch_id: str, arm: str, data: np.ndarray, digest: str,
+           update: dict[str, Any]) -> None:
+    """Insert the batch's row and write ``update`` to the canary's row (under its lock).
+
+    Two statements written in SQL, for the reason ``_lock`` gives (the ORM's insert and
+    update cost 0.4 ms of CPU per batch together, mostly building them)."""
+    q = connection.ops.quote_name
+    batch = CanaryBatch._meta
+    columns = ["canary", "seq", "batch_id", "arm", "n", "values", "digest", "received"]
+    row = [canary_id, seq, batch_id, arm, int(data.size), pack(data), digest,
+           connection.ops.adapt_datetimefield_value(timezone.now())]
+    sets = ", ".join(f"{q(Canary._meta.get_field(f).column)} = %s" for f in update)
+    # Only the models' own quoted table and column names are formatted in; values are
+    # parameters.
+    insert = (
+        f"INSERT INTO {q(batch.db_table)} "  # noqa: S608
+        f"({', '.join(q(batch.get_field(c).column) for c in columns)}) "
+        f"VALUES ({', '.join(['%s'] * len(columns))})"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(insert, row)
+        cursor.execute(
+            f"UPDATE {q(Canary._meta.db_table)} SET {sets} WHERE {q('id')} = %s",  # noqa: S608
+            [*update.values(), canary_id],
+        )
 
 
 def continue_canary(canary: Canary) -> None:
