@@ -113,24 +113,28 @@ print(ApiToken.issue(user, "bench")[1], canary.pk, warm.pk)
 
 
 class Feeder:
-    """Hands out batch numbers to the posting threads; batch k is arm A if k is even."""
+    """Hands out batches to the posting threads; batch k is arm A if k is even. The bodies
+    are encoded before the run (the same values, drawn in order): the load generator's
+    JSON encoding is no part of the service measured and would take CPU from it."""
 
     def __init__(self, total: int, batch: int, seed: int) -> None:
-        self.total, self.batch = total, batch
+        rng = np.random.default_rng(seed)
+        self.bodies = [
+            json.dumps({"batch": f"b{k}", "arm": "AB"[k % 2],
+                        "values": rng.gamma(10, 10, batch).tolist()}).encode()
+            for k in range(total)
+        ]
         self.next = 0
         self.lock = threading.Lock()
-        self.rng = np.random.default_rng(seed)
         self.errors: list[str] = []
 
     def take(self) -> tuple[int, bytes] | None:
         with self.lock:
-            if self.next >= self.total or self.errors:
+            if self.next >= len(self.bodies) or self.errors:
                 return None
             k = self.next
             self.next += 1
-            values = self.rng.gamma(10, 10, self.batch)
-        body = json.dumps({"batch": f"b{k}", "arm": "AB"[k % 2], "values": values.tolist()})
-        return k, body.encode()
+        return k, self.bodies[k]
 
 
 def post(conn: http.client.HTTPConnection, path: str, body: bytes,
@@ -172,9 +176,7 @@ def warm_up(port: int, token: str, canary_id: int, clients: int) -> None:
         time.sleep(0.05)
 
 
-def run(port: int, token: str, canary_id: int, args: argparse.Namespace) -> dict[str, Any]:
-    total = 2 * args.per_arm // args.batch
-    feeder = Feeder(total, args.batch, 20261124)
+def run(port: int, token: str, canary_id: int, feeder: Feeder, clients: int) -> dict[str, Any]:
     path = f"/api/canaries/{canary_id}/observations"
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     latencies: list[float] = []
@@ -212,7 +214,7 @@ def run(port: int, token: str, canary_id: int, args: argparse.Namespace) -> dict
                 return
             latencies.append((time.perf_counter() - started) * 1000)
 
-    threads = [threading.Thread(target=client) for _ in range(args.clients)]
+    threads = [threading.Thread(target=client) for _ in range(clients)]
     probe = threading.Thread(target=prober)
     started = time.perf_counter()
     for t in [*threads, probe]:
@@ -271,8 +273,9 @@ def main() -> None:
         warm_up(port, token, warm_id, args.clients)
         cpu_before = [_tree_cpu(p.pid) for p in procs]
         backends_before = _backends_cpu(args.database)
+        feeder = Feeder(2 * args.per_arm // args.batch, args.batch, 20261124)
         clients_before = time.process_time()
-        result = run(port, token, canary_id, args)
+        result = run(port, token, canary_id, feeder, args.clients)
         result["cpu"] = [_tree_cpu(p.pid) - before for p, before in zip(procs, cpu_before,
                                                                           strict=True)]
         result["cpu"].append(time.process_time() - clients_before)
