@@ -90,6 +90,16 @@ def _backends_cpu(database: str) -> dict[int, float]:
     return {pid: cpu for pid in pids if (cpu := _cpu(pid)) is not None}
 
 
+def _updates(database: str, canary_id: int) -> int:
+    """How many updates of the state applied the canary's batches (one point each)."""
+    import psycopg
+
+    with psycopg.connect(PG.format(database), autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM deviations_canarypoint WHERE canary_id = %s",
+                           [canary_id]).fetchone()
+    return int(row[0]) if row else 0
+
+
 def build(env: dict[str, str]) -> tuple[str, int, int]:
     """Migrate, create a user, a token, the canary and the warm-up canary in a child
     process."""
@@ -180,6 +190,7 @@ def run(port: int, token: str, canary_id: int, feeder: Feeder, clients: int) -> 
     path = f"/api/canaries/{canary_id}/observations"
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     latencies: list[float] = []
+    polls: list[int] = []  # the page's JSON read by the prober (its CPU is the web's)
     done = threading.Event()
 
     def client() -> None:
@@ -204,6 +215,7 @@ def run(port: int, token: str, canary_id: int, feeder: Feeder, clients: int) -> 
                 seen = -1
                 while True:  # as the page polls: figures only once something changed
                     conn.request("GET", f"{live}{seen}")
+                    polls.append(seen)
                     view = json.loads(conn.getresponse().read())["view"]
                     if view["batches_applied"] >= seq:
                         break
@@ -233,7 +245,8 @@ def run(port: int, token: str, canary_id: int, feeder: Feeder, clients: int) -> 
         time.sleep(0.05)
     applied_s = time.perf_counter() - started
     return {"batches": status["batches_received"], "posted_s": posted_s,
-            "applied_s": applied_s, "latencies": latencies, "status": status,
+            "applied_s": applied_s, "latencies": latencies, "polls": len(polls),
+            "status": status,
             "errors": feeder.errors}
 
 
@@ -279,6 +292,7 @@ def main() -> None:
         result["cpu"] = [_tree_cpu(p.pid) - before for p, before in zip(procs, cpu_before,
                                                                           strict=True)]
         result["cpu"].append(time.process_time() - clients_before)
+        result["updates"] = _updates(args.database, canary_id)
         # Backends that closed during the run are missed (with conn_max_age, none should).
         result["cpu"].append(sum(cpu - backends_before.get(pid, 0.0)
                                  for pid, cpu in _backends_cpu(args.database).items()))
@@ -297,13 +311,15 @@ def main() -> None:
           f"worker process")
     print(f"  posted in {result['posted_s']:.1f} s "
           f"({result['batches'] / result['posted_s']:.0f} batches/s accepted by the API)")
-    print(f"  applied by the worker {result['applied_s']:.1f} s after the first POST")
+    print(f"  applied by the worker {result['applied_s']:.1f} s after the first POST, in "
+          f"{result['updates']} updates of the state "
+          f"({result['batches'] / max(result['updates'], 1):.1f} batches each)")
     print(f"  final: decision {status['decision']}, n A {status['n_a']}, n B {status['n_b']}, "
           f"p-value {status['p_value']:.3g}")
     if lat:
         print(f"  batch to decision on the page: {len(lat)} probes, median "
               f"{statistics.median(lat):.0f} ms, p90 {np.percentile(lat, 90):.0f} ms, "
-              f"max {max(lat):.0f} ms")
+              f"max {max(lat):.0f} ms ({result['polls']} reads of the page's JSON)")
     per_batch = [cpu / result["batches"] * 1000 for cpu in result["cpu"]]
     print("  CPU per batch: web {:.1f} ms, worker {:.1f} ms, clients {:.1f} ms, PostgreSQL "
           "backends {:.1f} ms; total {:.1f} ms (after {} warm-up batches)".format(
