@@ -10,8 +10,9 @@ Run from the project root (PostgreSQL on 127.0.0.1:5432 and Redis on 6379, trust
 The database named is dropped and created again. A canary (``bad=higher``, α = 0.05, no
 τ) receives Gamma(10, 10) values in both arms (continuous values, so every observation is
 a new point of the test's support: the worst case), ``--per-arm`` per arm in batches of
-``--batch`` values, alternating arms, from ``--clients`` threads on keep-alive
-connections. A prober thread posts one of those batches every half second and then polls
+``--batch`` values, alternating arms, from ``--clients`` threads (each on one
+``http.client`` connection, which reconnects when gunicorn's sync workers close it after a
+response). A prober thread posts one of those batches every half second and then polls
 the page's JSON every 10 ms (``/canaries/<id>/live.json?seen=N``, what the live page
 reads; the figures come only when something was applied since ``N``) until it shows the
 batch applied: ``batch_to_decision_ms`` is the median of those times. ``batches_per_s``
