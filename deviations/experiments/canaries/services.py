@@ -189,16 +189,22 @@ def _lock(canary_id: int, batch_id: str) -> _Locked | None:
     """
     q = connection.ops.quote_name
     canary, state, batch = (q(m._meta.db_table) for m in (Canary, CanaryState, CanaryBatch))
+    c = {f: q(Canary._meta.get_field(f).column) for f in (
+        "id", "count", "continued", "batches_received", "last_time_a", "last_time_b",
+        "update_queued")}
+    s_canary, s_decision = (q(CanaryState._meta.get_field(f).column)
+                            for f in ("canary", "decision"))
+    b_canary, b_id = (q(CanaryBatch._meta.get_field(f).column) for f in ("canary", "batch_id"))
     lock = " FOR NO KEY UPDATE OF c" if connection.vendor == "postgresql" else ""
     # Only the models' own quoted table and column names are formatted in; values are
     # parameters.
     sql = (
-        f"SELECT c.{q('count')}, c.{q('continued')}, c.{q('batches_received')}, "  # noqa: S608
-        f"c.{q('last_time_a')}, c.{q('last_time_b')}, c.{q('update_queued')}, "
-        f"s.{q('decision')}, EXISTS (SELECT 1 FROM {batch} b "
-        f"WHERE b.{q('canary_id')} = c.{q('id')} AND b.{q('batch_id')} = %s) "
-        f"FROM {canary} c JOIN {state} s ON s.{q('canary_id')} = c.{q('id')} "
-        f"WHERE c.{q('id')} = %s{lock}"
+        f"SELECT c.{c['count']}, c.{c['continued']}, c.{c['batches_received']}, "  # noqa: S608
+        f"c.{c['last_time_a']}, c.{c['last_time_b']}, c.{c['update_queued']}, "
+        f"s.{s_decision}, EXISTS (SELECT 1 FROM {batch} b "
+        f"WHERE b.{b_canary} = c.{c['id']} AND b.{b_id} = %s) "
+        f"FROM {canary} c JOIN {state} s ON s.{s_canary} = c.{c['id']} "
+        f"WHERE c.{c['id']} = %s{lock}"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [batch_id, canary_id])
@@ -293,7 +299,8 @@ def _store(canary_id: int, seq: int, batch_id: str, arm: str, data: np.ndarray, 
     with connection.cursor() as cursor:
         cursor.execute(insert, row)
         cursor.execute(
-            f"UPDATE {q(Canary._meta.db_table)} SET {sets} WHERE {q('id')} = %s",  # noqa: S608
+            f"UPDATE {q(Canary._meta.db_table)} SET {sets} "  # noqa: S608
+            f"WHERE {q(Canary._meta.pk.column)} = %s",
             [*update.values(), canary_id],
         )
 
