@@ -557,16 +557,22 @@ def _order_statistics(support: FloatArray, cumulative: IntArray, ranks: IntArray
     return out
 
 
-def _quantile_band_from_counts(
-    support: FloatArray, cumulative: IntArray, p: FloatArray, eps: float
-) -> QuantileBand:
-    n = int(cumulative[-1])
+def _band_ranks(n: int, p: FloatArray, eps: float) -> tuple[IntArray, IntArray, IntArray]:
+    """Ranks (1-based) of the order statistics of the estimate, the lower and the upper
+    end of the quantile band at ``p`` (eq. 7)."""
     # Q_n(q) = sup{x : F_n(x) <= q} is the (floor(n q) + 1)-th order statistic and
     # Q_n^-(q) the ceil(n q)-th (eq. 7); the band leaves the data outside [0, 1].
     upper_rank = np.floor(n * (p + eps)).astype(np.int64) + 1
     lower_q = p - eps
     lower_rank = np.where(lower_q > 0, np.ceil(n * lower_q), 0).astype(np.int64)
     est_rank = np.maximum(np.ceil(n * p), 1).astype(np.int64)
+    return est_rank, lower_rank, upper_rank
+
+
+def _quantile_band_from_counts(
+    support: FloatArray, cumulative: IntArray, p: FloatArray, eps: float
+) -> QuantileBand:
+    est_rank, lower_rank, upper_rank = _band_ranks(int(cumulative[-1]), p, eps)
     return QuantileBand(
         p=p,
         estimate=_order_statistics(support, cumulative, est_rank),
@@ -1129,17 +1135,82 @@ class SequentialTest:
         Returns
         -------
         QuantileBands
+
+        Notes
+        -----
+        The buffer is not merged: each order statistic is found on the main
+        support and on the buffer separately (``_buffered_order_statistics``),
+        ``O(len(ps) log U log k)``, where a merge would move ``O(U)`` memory at
+        every call (the canary's page reads the bands after every update).
         """
         self._require_data()
-        self._merge()
         p = _as_probabilities(ps)
-        band_a = self._arm_quantile_band(self._cum_a, self._n_a, p)
-        band_b = self._arm_quantile_band(self._cum_b, self._n_b, p)
+        # Main points <= each buffer value (the buffer's positions, one past an equal point).
+        pos, size = self._buf_pos, self._support.size
+        main_below = pos.copy()
+        inside = pos < size
+        main_below[inside] += self._support[pos[inside]] == self._buf_x[inside]
+        band_a = self._arm_quantile_band(self._cum_a, self._buf_a, main_below, self._n_a, p)
+        band_b = self._arm_quantile_band(self._cum_b, self._buf_b, main_below, self._n_b, p)
         return QuantileBands(a=band_a, b=band_b, diff=_quantile_difference(band_a, band_b))
 
-    def _arm_quantile_band(self, cumulative: IntArray, n: int, p: FloatArray) -> QuantileBand:
+    def _arm_quantile_band(
+        self, cumulative: IntArray, buffered: IntArray, main_below: IntArray, n: int,
+        p: FloatArray,
+    ) -> QuantileBand:
         eps = float(epsilon_time_uniform(n, self.alpha / 2))
-        return _quantile_band_from_counts(self._support, cumulative, p, eps)
+        ranks = np.concatenate(_band_ranks(n, p, eps))
+        if self._buf_x.size == 0:
+            values = _order_statistics(self._support, cumulative, ranks)
+        else:
+            values = self._buffered_order_statistics(cumulative, buffered, main_below, ranks)
+        estimate, lo, hi = np.split(values, 3)
+        return QuantileBand(p=p, estimate=estimate, lo=lo, hi=hi)
+
+    def _buffered_order_statistics(
+        self, cumulative: IntArray, buffered: IntArray, main_below: IntArray, ranks: IntArray
+    ) -> FloatArray:
+        """Order statistics of one arm (main cumulative counts ``cumulative``, buffer counts
+        ``buffered``, ``main_below``: main points <= each buffer value) as if the buffer
+        were merged; ranks outside ``[1, n]`` give ``-inf`` or ``+inf`` (as
+        ``_order_statistics``).
+
+        With ``C(x)`` the arm's count of values ``<= x`` (main plus buffer), the order
+        statistic of rank ``r`` is the smallest point ``v`` of the main support or of the
+        buffer with ``C(v) >= r`` (a point where the arm has no observation never is the
+        first to reach ``r``). ``C`` is non-decreasing along each sorted array: on the
+        buffer it is known at every point (``O(k)``); on the main support it is found by a
+        vectorised bisection, each step reading the buffer's count below the probed points
+        (``O(log U)`` steps of ``O(len(ranks) log k)``). The answer is the smaller of the
+        two candidates.
+        """
+        size, k = self._support.size, self._buf_x.size
+        buf_cum = np.cumsum(buffered)
+        n = (int(cumulative[-1]) if size else 0) + int(buf_cum[-1])
+        out = np.empty(ranks.shape, dtype=np.float64)
+        out[ranks < 1] = -np.inf
+        out[ranks > n] = np.inf
+        mid = (ranks >= 1) & (ranks <= n)
+        r = ranks[mid]
+        # On the buffer: C(buffer value) = its buffer cumulative + main counts <= it.
+        c_buf = buf_cum + np.where(main_below > 0, cumulative[main_below - 1] if size else 0, 0)
+        at_buf = np.searchsorted(c_buf, r, side="left")
+        best = np.where(at_buf < k, self._buf_x[np.minimum(at_buf, k - 1)], np.inf)
+        if size:
+            # On the main support: the first j with C(support[j]) >= r, by bisection.
+            lo = np.zeros(r.shape, dtype=np.int64)
+            hi = np.full(r.shape, size, dtype=np.int64)
+            while np.any(active := lo < hi):
+                probe = np.minimum((lo + hi) // 2, size - 1)
+                below = np.searchsorted(self._buf_x, self._support[probe], side="right")
+                c_main = cumulative[probe] + np.where(below > 0, buf_cum[below - 1], 0)
+                short = c_main < r
+                lo = np.where(active & short, probe + 1, lo)
+                hi = np.where(active & ~short, probe, hi)
+            best = np.minimum(best, np.where(lo < size, self._support[np.minimum(lo, size - 1)],
+                                             np.inf))
+        out[mid] = best
+        return out
 
     # -- persistence -------------------------------------------------------
 

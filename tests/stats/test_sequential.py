@@ -272,6 +272,15 @@ def test_batches_equal_one_shot(
             d = difference_band(a[:seen_a], b[:seen_b]).diff
             expected = {"less": d.max(), "greater": -d.min(), "equal": np.abs(d).max()}
             assert result.statistic == pytest.approx(max(0.0, expected[hypothesis]), abs=1e-12)
+            # the quantile bands, read with the buffer unmerged, equal the prefix's
+            ps = np.linspace(0, 1, 41)
+            fresh = SequentialTest(hypothesis, buffer_limit=0)  # merged: no buffer
+            fresh.update(a[:seen_a], b[:seen_b])
+            got, want = batched.quantile_bands(ps), fresh.quantile_bands(ps)
+            for arm in ("a", "b", "diff"):
+                for end in ("estimate", "lo", "hi"):
+                    np.testing.assert_array_equal(getattr(getattr(got, arm), end),
+                                                  getattr(getattr(want, arm), end))
     assert batched.same_state(one_shot)
     assert batched.statistic == one_shot.statistic
     assert batched.result().p_value_now == one_shot.result().p_value_now

@@ -18,5 +18,5 @@ class StateInline(admin.StackedInline):
 class CanaryAdmin(admin.ModelAdmin):
     list_display = ["pk", "name", "metric", "bad", "alpha", "tau", "count", "created"]
     search_fields = ["name", "metric"]
-    readonly_fields = ["batches_received", "last_time_a", "last_time_b", "created"]
+    readonly_fields = ["batches_received", "last_time_a", "last_time_b", "update_queued", "created"]
     inlines = [StateInline]

@@ -3,7 +3,8 @@
 Data path (docs/architecture.md): a batch is stored whole (``CanaryBatch``, numbered
 ``seq`` under the canary's row lock, so batches commit in ``seq`` order); a task applies
 the batches after ``CanaryState.applied_seq`` to the sequential test and stores the new
-state; the page reads ``CanaryState`` and ``CanaryPoint`` only.
+state (one task message per burst of batches: ``Canary.update_queued``); the page reads
+``CanaryState`` and ``CanaryPoint`` only.
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ class Canary(models.Model):
     batches_received = models.PositiveIntegerField(default=0)
     last_time_a = models.FloatField(null=True, blank=True)
     last_time_b = models.FloatField(null=True, blank=True)
+    # An update_canary task message is on its way: set by the batch that sends one, cleared
+    # by the task before it reads the batches, so a burst of batches sends one message
+    # (state.py). A lost message leaves it set; the beat's sweeper sends another.
+    update_queued = models.BooleanField(default=False)
     continued = models.BooleanField(
         default=False, help_text="Observations are still taken after the decision (the bands "
         "are time-uniform, so looking on stays valid).",

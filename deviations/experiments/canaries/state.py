@@ -18,7 +18,6 @@ A batch applied twice changes nothing: batches are applied by ``seq`` after
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +49,10 @@ REGRESSION, IMPROVEMENT, NO_DIFFERENCE, KEEP_GOING = (
     "regression", "improvement", "no_difference", "keep_going",
 )
 
-_cache: OrderedDict[int, tuple[int, SequentialTest, SequentialSignTest | None]] = OrderedDict()
+#: canary id -> (applied_seq, the test, the sign test, observations its checkpoint holds).
+_cache: OrderedDict[int, tuple[int, SequentialTest, SequentialSignTest | None, int]] = (
+    OrderedDict()
+)
 
 
 def grid_for(canary: Canary) -> np.ndarray:
@@ -76,7 +78,11 @@ def headline_for(canary: Canary, decision: str, b_values_larger: bool) -> str:
 
 
 def _finite(values: np.ndarray) -> list[float | None]:
-    return [float(v) if math.isfinite(v) else None for v in values]
+    """The values as a JSON list, ``None`` where infinite (a band past the data)."""
+    out: list[float | None] = values.tolist()
+    for i in np.flatnonzero(~np.isfinite(values)).tolist():
+        out[i] = None
+    return out
 
 
 def summarise(canary: Canary, test: SequentialTest) -> dict[str, Any]:
@@ -166,10 +172,13 @@ NOTHING = Applied(0, False)
 def apply_pending(canary_id: int) -> Applied:
     """Apply the batches received since the last update (committed when it returns)."""
     with transaction.atomic():
-        state = CanaryState.objects.select_for_update().filter(canary_id=canary_id).first()
+        state = (
+            CanaryState.objects.select_for_update(of=("self",)).select_related("canary")
+            .filter(canary_id=canary_id).first()
+        )
         if state is None:
             return NOTHING
-        canary = Canary.objects.get(pk=canary_id)
+        canary = state.canary
         if canary.batches_received <= state.applied_seq:
             return NOTHING
         last, a, b = _batches(canary_id, state.applied_seq)
@@ -177,9 +186,14 @@ def apply_pending(canary_id: int) -> Applied:
             return NOTHING
         cached = _cache.pop(canary_id, None)  # taken: put back only once committed
         if cached is not None and cached[0] == state.applied_seq:
-            _, test, signs = cached
+            # Nobody else wrote since (applied_seq moves with every write): neither the
+            # test nor the checkpoint changed.
+            _, test, signs, held = cached
         else:
             test = _restore(canary, state)
+            checkpoint = CanaryCheckpoint.objects.filter(canary_id=canary_id).values_list(
+                "n_a", "n_b").first()
+            held = sum(checkpoint) if checkpoint else 0
             signs = None
             if canary.method == Canary.SIGNS:
                 signs = (SequentialSignTest.from_state(state.summary["signs"])
@@ -219,14 +233,12 @@ def apply_pending(canary_id: int) -> Applied:
             canary_id=canary_id, seq=last, n_a=result.n_a, n_b=result.n_b,
             p_value=p_value, p_value_now=p_now,
         )
-        checkpoint = CanaryCheckpoint.objects.filter(canary_id=canary_id).values_list(
-            "n_a", "n_b").first()
-        held = sum(checkpoint) if checkpoint else 0
         if result.n_a + result.n_b - held >= max(CHECKPOINT_MIN, held):
             _checkpoint(canary, last, test)
+            held = result.n_a + result.n_b
 
         def remember() -> None:
-            _cache[canary_id] = (last, test, signs)
+            _cache[canary_id] = (last, test, signs, held)
             while len(_cache) > CACHE_SIZE:
                 _cache.popitem(last=False)
 

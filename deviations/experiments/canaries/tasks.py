@@ -20,7 +20,13 @@ from deviations.experiments.canaries.models import Canary
     max_retries=5,
 )
 def update_canary(canary_id: int) -> int:
-    """Apply the canary's pending batches (all of them, in one update); returns how many."""
+    """Apply the canary's pending batches (all of them, in one update); returns how many.
+
+    Clears ``Canary.update_queued`` first, in its own transaction: a batch committed before
+    that is read by this update; a batch committed after it sees the flag clear and queues
+    the next update. So a burst of batches costs one message and one update, not one each.
+    """
+    Canary.objects.filter(pk=canary_id, update_queued=True).update(update_queued=False)
     applied = state.apply_pending(canary_id)
     if applied.rejected_now:
         enqueue(notify_canary, canary_id)

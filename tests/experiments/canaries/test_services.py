@@ -11,7 +11,7 @@ import pytest
 
 from deviations.core.errors import UserError
 from deviations.core.packing import unpack
-from deviations.experiments.canaries import selectors, services, state
+from deviations.experiments.canaries import selectors, services, state, tasks
 from deviations.experiments.canaries.models import (
     Canary,
     CanaryBatch,
@@ -20,6 +20,7 @@ from deviations.experiments.canaries.models import (
     CanaryState,
 )
 from deviations.stats.sequential import SequentialTest, inter_arrival_times
+from deviations.stats.signs import SequentialSignTest
 
 pytestmark = pytest.mark.django_db
 
@@ -237,3 +238,89 @@ def test_sign_test_method_decides_sooner_on_a_shift(committed: Any) -> None:
     assert _state(canary).n_a == decided["signs"] + 100
     with pytest.raises(UserError, match="tau"):
         _canary(method="signs", tau=0.1)
+
+
+def test_a_burst_of_batches_is_one_message_and_one_update_in_order(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """Batches received while an update is queued send no message of their own; the one
+    queued applies them all at once, in ``seq`` order, each exactly once."""
+    canary = _canary(name="burst", method="signs")
+    rng = np.random.default_rng(16)
+    batches = [("AB"[i % 2], f"x{i}", rng.gamma(10, 10, 50 + 10 * i)) for i in range(7)]
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        for arm, batch_id, values in batches:
+            services.receive_batch(canary.pk, batch_id, arm, values.tolist())
+        # a batch sent again while pending is a duplicate: stored once, no message
+        again = services.receive_batch(canary.pk, "x3", "B", batches[3][2].tolist())
+    assert again.duplicate
+    assert len(queued) == 1  # the first batch's message; the others saw it queued
+    assert Canary.objects.get(pk=canary.pk).update_queued
+    assert CanaryBatch.objects.filter(canary=canary).count() == 7
+    queued[0]()  # the message arrives: the task
+    st = _state(canary)
+    assert (st.applied_seq, st.n_a) == (7, sum(v.size for arm, _, v in batches if arm == "A"))
+    assert list(CanaryPoint.objects.filter(canary=canary).values_list("seq", flat=True)) == [7]
+    # in seq order: the sign test pairs A's and B's observations in arrival order
+    reference = SequentialSignTest(canary.alpha, seed=canary.pk)
+    reference.update(np.concatenate([v for arm, _, v in batches if arm == "A"]),
+                     np.concatenate([v for arm, _, v in batches if arm == "B"]))
+    assert st.summary["signs"] == reference.to_state()
+    reordered = SequentialSignTest(canary.alpha, seed=canary.pk)
+    reordered.update(np.concatenate([v for arm, _, v in batches[::-1] if arm == "A"]),
+                     np.concatenate([v for arm, _, v in batches[::-1] if arm == "B"]))
+    assert st.summary["signs"] != reordered.to_state()
+    # the message again (a redelivery) or the sweeper's: nothing to apply, nothing changes
+    assert not Canary.objects.get(pk=canary.pk).update_queued
+    assert tasks.update_canary(canary.pk) == 0
+    assert _state(canary).updated == st.updated
+    # the next batch finds nothing queued and sends a message again
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        services.receive_batch(canary.pk, "y", "A", [100.0])
+    assert len(sent) == 1
+    sent[0]()
+    assert _state(canary).applied_seq == 8
+
+
+def test_a_batch_committed_while_the_task_runs_is_not_left_behind(
+    django_capture_on_commit_callbacks: Any, monkeypatch: Any,
+) -> None:
+    """The task clears the flag before it reads the batches: a batch that arrives after
+    the read queues its own message (none is lost between the two)."""
+    canary = _canary(name="race")
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        services.receive_batch(canary.pk, "first", "A", [1.0, 2.0])
+    apply = state.apply_pending
+    late: list[Any] = []
+
+    def apply_then_receive(canary_id: int) -> state.Applied:
+        applied = apply(canary_id)  # read and applied "first"
+        with django_capture_on_commit_callbacks(execute=False) as sent:
+            services.receive_batch(canary_id, "late", "B", [3.0])
+        late.extend(sent)
+        return applied
+
+    monkeypatch.setattr(state, "apply_pending", apply_then_receive)
+    queued[0]()
+    assert len(late) == 1  # "late" sent a message: the flag was clear
+    monkeypatch.setattr(state, "apply_pending", apply)
+    late[0]()
+    assert (_state(canary).applied_seq, _state(canary).n_b) == (2, 1)
+
+
+def test_a_refused_batch_stores_nothing_and_queues_nothing(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    canary = _canary()
+    services.receive_batch(canary.pk, "ok", "A", [1.0])
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        for values in ([2.0, float("inf")], [2.0, None], np.array([True, False]),
+                       np.array(["1.0"]), [[1.0]]):
+            with pytest.raises(UserError):
+                services.receive_batch(canary.pk, "bad", "A", values)
+    assert queued == []
+    assert list(CanaryBatch.objects.values_list("batch_id", flat=True)) == ["ok"]
+    assert Canary.objects.get(pk=canary.pk).batches_received == 1
+    # numbers of any numeric type are taken, whole
+    assert services.receive_batch(canary.pk, "ints", "A", np.arange(3)).n == 3
+    assert services.receive_batch(canary.pk, "mixed", "A", [1, 2.5, 3]).n == 3
