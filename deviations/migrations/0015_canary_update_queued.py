@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('deviations', '0012_canaries'),
+        ('deviations', '0014_function_name_index'),
     ]
 
     operations = [
