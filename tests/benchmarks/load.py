@@ -7,7 +7,11 @@ Run from the project root (PostgreSQL on 127.0.0.1:5432 and Redis on 6379, trust
 
     python -m tests.benchmarks.load [--form postgres|embedded|both] [--seconds 30]
                                     [--users 20] [--uploaders 10] [--releases 100]
-                                    [--functions 2000] [--runs 20]
+                                    [--functions 2000] [--runs 20] [--threads N]
+
+gunicorn runs 2 workers, with 8 threads each on the embedded default (uploads are ingested
+and analysed inside their request there, as under ``make demo``'s threaded runserver) and
+sync workers (1 thread) on the distributed form; ``--threads`` sets both.
 
 It builds the series as ``tests.benchmarks.pages`` does (a database of its own:
 ``deviations_load`` on PostgreSQL, a temporary SQLite file for the embedded form), then
@@ -171,6 +175,16 @@ def run_load(port: int, token: str, seconds: float, users: int, uploaders: int,
     return {"page_ms": page_ms, "upload_ms": upload_ms, "errors": errors}
 
 
+def threads(form: str, args: argparse.Namespace) -> int:
+    """Threads per gunicorn worker: ``--threads``, else 8 on the embedded default (an
+    upload's ingest and analysis run inside its request there, as under ``make demo``'s
+    threaded runserver: with one thread a page waits behind them) and 1 (sync workers) on
+    the distributed form, where a Celery worker does that work."""
+    if args.threads:
+        return int(args.threads)
+    return 8 if form == "embedded" else 1
+
+
 def bench(form: str, args: argparse.Namespace) -> str:
     tmp = Path(tempfile.mkdtemp(prefix=f"load-{form}-"))
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
@@ -185,12 +199,13 @@ def bench(form: str, args: argparse.Namespace) -> str:
             env.update(DATABASE_URL=f"sqlite:///{tmp / 'db.sqlite3'}")
         started = time.monotonic()
         token = build(env, args.releases, args.functions, args.runs)
-        print(f"{form}: series built and analysed in {time.monotonic() - started:.0f} s")
+        print(f"{form}: series built and analysed in {time.monotonic() - started:.0f} s; "
+              f"gunicorn -w 2 --threads {threads(form, args)}")
         port = free_port()
         log = (tmp / "processes.log").open("wb")
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "deviations.wsgi", "-b", f"127.0.0.1:{port}",
-             "-w", "2", "--timeout", "300"],
+             "-w", "2", "--timeout", "300", "--threads", str(threads(form, args))],
             cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
         if form == "postgres":
             procs.append(subprocess.Popen(
@@ -237,6 +252,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--users", type=int, default=20)
     parser.add_argument("--uploaders", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=0,
+                        help="threads per gunicorn worker (default: 8 embedded, 1 postgres)")
     parser.add_argument("--releases", type=int, default=100)
     parser.add_argument("--functions", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=20)

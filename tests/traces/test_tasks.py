@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     """Tasks sent to a (pretend) worker, with the marks of a shared cache."""
     messages: list[tuple[str, int]] = []
     monkeypatch.setattr(tasks, "_coalesces", lambda: True)
+    monkeypatch.setattr(tasks, "_in_process", lambda: False)
     monkeypatch.setattr(tasks, "enqueue",
                         lambda task, series_id: messages.append((task.name, series_id)) or True)
     cache.clear()
@@ -69,3 +71,86 @@ def test_a_message_that_could_not_be_sent_leaves_no_mark(
 def test_in_process_tasks_are_never_coalesced(series: str) -> None:  # noqa: F811
     # The embedded default (and the suite) run tasks in-process: nothing to coalesce.
     assert tasks._coalesces() is False
+
+
+class _Slow:
+    """A task run in-process that takes its time (a stand-in for an analysis)."""
+
+    name = "test.slow"
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.runs = 0
+
+    def delay(self, series_id: int) -> None:
+        self.runs += 1
+        self.started.set()
+        assert self.release.wait(10)
+
+
+def test_in_process_a_request_that_finds_the_task_running_leaves_it_to_the_holder(
+    settings: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embedded default: ten concurrent uploads to one series made ten analyses at
+    once; now a second caller returns at once and the running one runs again for it."""
+    settings.MEDIA_ROOT = tmp_path
+    monkeypatch.setattr(tasks, "_in_process", lambda: True)
+    task = _Slow()
+    first = threading.Thread(target=tasks.send_once, args=(task, 3))
+    first.start()
+    assert task.started.wait(10)
+    # While the first run goes on, two more callers (other requests) come and go.
+    for _ in range(2):
+        caller = threading.Thread(target=tasks.send_once, args=(task, 3))
+        caller.start()
+        caller.join(5)
+        assert not caller.is_alive()  # it did not wait for the running one
+    assert task.runs == 1
+    task.release.set()
+    first.join(10)
+    assert not first.is_alive()
+    assert task.runs == 2  # one more run covers both callers
+    # Nothing left behind: the next caller runs it itself, once.
+    tasks.send_once(task, 3)
+    assert task.runs == 3
+
+
+def test_in_process_other_series_do_not_wait(
+    settings: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.MEDIA_ROOT = tmp_path
+    monkeypatch.setattr(tasks, "_in_process", lambda: True)
+    task = _Slow()
+    first = threading.Thread(target=tasks.send_once, args=(task, 3))
+    first.start()
+    assert task.started.wait(10)
+    task.started.clear()
+    other = threading.Thread(target=tasks.send_once, args=(task, 4))
+    other.start()
+    assert task.started.wait(10)  # series 4 ran while series 3's run was going on
+    task.release.set()
+    first.join(10)
+    other.join(10)
+    assert task.runs == 2
+
+
+def test_in_process_an_error_reaches_the_caller_and_frees_the_lock(
+    settings: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.MEDIA_ROOT = tmp_path
+    monkeypatch.setattr(tasks, "_in_process", lambda: True)
+
+    class Failing:
+        name = "test.failing"
+        calls = 0
+
+        def delay(self, series_id: int) -> None:
+            Failing.calls += 1
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        tasks.send_once(Failing(), 5)
+    with pytest.raises(RuntimeError, match="boom"):  # not "someone else holds it"
+        tasks.send_once(Failing(), 5)
+    assert Failing.calls == 2
