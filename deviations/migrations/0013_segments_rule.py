@@ -10,16 +10,36 @@
 from django.db import migrations, models
 
 
+def _rekey_trace_alerts(apps, series_ids, old, new):
+    """Trace alerts name their rule in their key (``trace:<series>:<function>:<metric>:
+    <rule>:<from>:<to>``, ``traces.notify``): those of the series whose rule changes take
+    the new rule's key, so a change both rules flag stays the same alert (its triage and
+    the emails already sent kept) instead of being withdrawn and alerted again; what only
+    the old rule flagged is withdrawn by the next sync."""
+    alert_model = apps.get_model("deviations", "Alert")
+    prefixes = tuple(f"trace:{pk}:" for pk in series_ids)
+    for alert in alert_model.objects.filter(detector="trace", rule=old).only("key", "rule"):
+        parts = alert.key.split(":")
+        if alert.key.startswith(prefixes) and len(parts) == 7 and parts[4] == old:
+            parts[4] = new
+            alert.key, alert.rule = ":".join(parts), new
+            alert.save(update_fields=["key", "rule"])
+
+
 def segments_by_default(apps, schema_editor):
-    apps.get_model("deviations", "Series").objects.filter(default_rule="recommended").update(
-        default_rule="segments")
+    moved = apps.get_model("deviations", "Series").objects.filter(default_rule="recommended")
+    ids = list(moved.values_list("pk", flat=True))
+    moved.update(default_rule="segments")
+    _rekey_trace_alerts(apps, ids, "recommended", "segments")
     apps.get_model("deviations", "AnalysisBlock").objects.all().delete()
     apps.get_model("deviations", "SeriesAnalysis").objects.all().delete()
 
 
 def window_rule_back(apps, schema_editor):
-    apps.get_model("deviations", "Series").objects.filter(default_rule="segments").update(
-        default_rule="recommended")
+    moved = apps.get_model("deviations", "Series").objects.filter(default_rule="segments")
+    ids = list(moved.values_list("pk", flat=True))
+    moved.update(default_rule="recommended")
+    _rekey_trace_alerts(apps, ids, "segments", "recommended")
 
 
 class Migration(migrations.Migration):

@@ -24,7 +24,20 @@ def test_0013_makes_segments_the_default_and_drops_stored_analyses() -> None:
     series_model = old.get_model("deviations", "Series")
     never = series_model.objects.create(name="never-chose")
     assert never.default_rule == "recommended"
-    series_model.objects.create(name="chose-paper", default_rule="paper")
+    paper = series_model.objects.create(name="chose-paper", default_rule="paper")
+    # Trace alerts name their rule in their key: those of a series that moves to the
+    # segments rule take its key (a change both rules flag stays one alert, its emails
+    # and triage kept); the paper series' stay.
+    group = old.get_model("deviations", "AlertGroup").objects.create(
+        detector="trace", family="never-chose", from_label="1", to_label="2", from_key="1",
+        to_key="2")
+    alert_model = old.get_model("deviations", "Alert")
+    for s, rule in ((never, "recommended"), (paper, "paper")):
+        alert_model.objects.create(
+            key=f"trace:{s.pk}:5:self:{rule}:1:2", group=group, detector="trace", series=s,
+            subject="Paint", metric="self", rule=rule, from_label="1", to_label="2",
+            from_key="1", to_key="2", direction="regression", method="m", explanation="e",
+            data_at=timezone.now())
     old.get_model("deviations", "SeriesAnalysis").objects.create(
         series=never, generation=1, release_ids=b"", function_ids=b"", run_ids=b"",
         run_counts=b"", params=b"", global_arrays=b"", snapshot_at=timezone.now())
@@ -35,6 +48,11 @@ def test_0013_makes_segments_the_default_and_drops_stored_analyses() -> None:
     assert rules == {"never-chose": "segments", "chose-paper": "paper"}
     assert not SeriesAnalysis.objects.exists()
     assert Series.objects.create(name="new").default_rule == "segments"
+    from deviations.alerts.models import Alert
+
+    assert set(Alert.objects.values_list("key", "rule")) == {
+        (f"trace:{never.pk}:5:self:segments:1:2", "segments"),
+        (f"trace:{paper.pk}:5:self:paper:1:2", "paper")}
     # Back to 0012: its choices have no "segments".
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
@@ -42,6 +60,8 @@ def test_0013_makes_segments_the_default_and_drops_stored_analyses() -> None:
     back = executor.loader.project_state(BEFORE).apps.get_model("deviations", "Series")
     assert dict(back.objects.values_list("name", "default_rule")) == {
         "never-chose": "recommended", "chose-paper": "paper", "new": "recommended"}
+    assert set(Alert.objects.values_list("key", flat=True)) == {
+        f"trace:{never.pk}:5:self:recommended:1:2", f"trace:{paper.pk}:5:self:paper:1:2"}
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())
