@@ -5,7 +5,9 @@ Thin and idempotent, keyed by ids (docs/architecture.md, "Tasks"). Task names ke
 historical ``deviations.`` prefix so queued messages survive an upgrade.
 """
 
+import hashlib
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,17 @@ def _in_process() -> bool:
     return bool(app.conf.task_always_eager)
 
 
+def _lock_folder() -> Path:
+    """Where the in-process runs' lock files live: the machine's temporary folder, one
+    sub-folder per site (its database and media folder), which every thread and process
+    of that site shares; not the media folder, which holds only what users sent."""
+    site = f"{settings.DATABASES['default']['NAME']}|{settings.MEDIA_ROOT}"
+    folder = (Path(tempfile.gettempdir()) / "deviations-locks"
+              / hashlib.sha256(site.encode()).hexdigest()[:16])
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return folder
+
+
 def _run_once_in_process(task: Any, series_id: int) -> bool:
     """The embedded default's ``send_once``: the task runs here, in-process, unless the same
     task of the series is running in another request (thread or server process); that
@@ -50,8 +63,8 @@ def _run_once_in_process(task: Any, series_id: int) -> bool:
 
     Ten concurrent uploads to one series on SQLite otherwise made ten analyses at once,
     each of every run (measured: an upload cost 375 ms of CPU in the request under the
-    load benchmark). An exclusive ``flock`` on a file per task and series (in
-    ``MEDIA_ROOT/.locks``, which every process of one site shares) says who runs; a
+    load benchmark). An exclusive ``flock`` on a file per task and series
+    (``_lock_folder``) says who runs; a
     caller that finds it taken leaves a *dirty* file and returns; the holder clears the
     file before each run and runs again while it finds it back, then checks once more
     after letting go (a caller that came between its last check and the release found
@@ -60,8 +73,7 @@ def _run_once_in_process(task: Any, series_id: int) -> bool:
     """
     import fcntl
 
-    folder = Path(settings.MEDIA_ROOT) / ".locks"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = _lock_folder()
     name = f"{task.name}-{int(series_id)}"
     lock_path, dirty = folder / f"{name}.lock", folder / f"{name}.dirty"
     dirty.touch()

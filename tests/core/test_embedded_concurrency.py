@@ -94,6 +94,13 @@ def test_ten_concurrent_clients_on_sqlite(tmp_path: Path) -> None:
         assert sum(r["runs_pending"] + r["runs_failed"] for r in releases) == 0
         left = [p for p in (tmp_path / "media").rglob("*") if p.is_file()]
         assert left == []
+        # One analysis of the series at a time (traces.tasks.send_once in-process): every
+        # request left its run to the running one or ran it, so once all are answered the
+        # stored analysis has seen every run.
+        assert run("shell", "-c", (
+            "from deviations.traces.analysis import is_up_to_date;"
+            "from deviations.traces.models import Series;"
+            "print(is_up_to_date(Series.objects.get(name='conc')))")).split()[-1] == "True"
         print(f"{CLIENTS * EACH} uploads from {CLIENTS} clients in {took:.1f} s")
     finally:
         server.terminate()
