@@ -64,12 +64,11 @@ def _run_once_in_process(task: Any, series_id: int) -> bool:
     Ten concurrent uploads to one series on SQLite otherwise made ten analyses at once,
     each of every run (measured: an upload cost 375 ms of CPU in the request under the
     load benchmark). An exclusive ``flock`` on a file per task and series
-    (``_lock_folder``) says who runs; a
-    caller that finds it taken leaves a *dirty* file and returns; the holder clears the
-    file before each run and runs again while it finds it back, then checks once more
-    after letting go (a caller that came between its last check and the release found
-    the lock still taken). The caller's data was committed before it looked
-    (``transaction.on_commit``), so the next run of the holder reads it.
+    (``_lock_folder``) says who runs; a caller that finds it taken leaves a *dirty* file
+    and returns; the holder clears the file before each run and runs again while it finds
+    it back, then checks once more after letting go (a caller that came between its last
+    check and the release found the lock still taken). The caller's data was committed
+    before it looked (``transaction.on_commit``), so the next run of the holder reads it.
     """
     import fcntl
 
