@@ -40,8 +40,8 @@ def lz4_toast() -> None:
     """In the current transaction, large values are compressed with lz4 rather than pglz,
     on PostgreSQL built with lz4 (asked once per server version); nothing elsewhere.
 
-    pglz compresses arrays of floats at ~15 MB/s, lz4 ~10x faster. (The analysis store,
-    ``deviations.traces.store``, has its own copy of the question.)
+    pglz compresses arrays of floats at ~15 MB/s, lz4 ~10x faster (the analysis store's
+    blocks, a run's times).
     """
     if connection.vendor != "postgresql":
         return

@@ -16,7 +16,6 @@ with psycopg's binary protocol (Django's cursors read bytea as hex text: ~3× sl
 
 from __future__ import annotations
 
-import functools
 import io
 import itertools
 import secrets
@@ -32,6 +31,7 @@ from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
 from django.db.models import Count, QuerySet
 
+from deviations.core.db import lz4_toast
 from deviations.stats.intervals import MIN_RUNS
 from deviations.stats.multiple import benjamini_hochberg
 from deviations.stats.releases import interval_gap, provisional_pairs
@@ -223,23 +223,6 @@ _PG_TYPES = {"series_id": "int8", "release_id": "int8", "metric": "text", "estim
              "snapshot_at": "timestamptz"}
 
 
-@functools.cache
-def _lz4_in(server_version: int) -> bool:
-    with connection.cursor() as django_cursor:
-        django_cursor.execute(
-            "SELECT 'lz4' = ANY(enumvals) FROM pg_settings "
-            "WHERE name = 'default_toast_compression'"
-        )
-        found = django_cursor.fetchone()
-    return bool(found and found[0])
-
-
-def _has_lz4() -> bool:
-    """Whether the server was built with lz4 (asked once per server version)."""
-    connection.ensure_connection()
-    return _lz4_in(connection.pg_version)
-
-
 def _copy(model: type[Any], columns: Sequence[str], rows: Iterable[list[Any]]) -> None:
     """Insert rows: PostgreSQL's binary COPY with lz4 TOAST compression if it can.
 
@@ -251,9 +234,7 @@ def _copy(model: type[Any], columns: Sequence[str], rows: Iterable[list[Any]]) -
         )
         return
     table = connection.ops.quote_name(model._meta.db_table)
-    if _has_lz4():
-        with connection.cursor() as django_cursor:
-            django_cursor.execute("SET LOCAL default_toast_compression = 'lz4'")
+    lz4_toast()
     names = ", ".join(connection.ops.quote_name(c) for c in columns)
     with psycopg.Cursor(connection.connection) as cursor:
         with cursor.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)") as copy:
