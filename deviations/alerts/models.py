@@ -18,10 +18,12 @@ from deviations.core.packing import name_digest
 
 class Subscription(models.Model):
     """Someone to tell about histogram changes (probe name or pattern) or trace regressions
-    of a series. An inactive row records an unsubscribe (for owner emails too)."""
+    of a series. An inactive row records an unsubscribe (for owner emails too; a canary's
+    subscribers are a list on the canary, so its rows are only unsubscribes, the pattern
+    the canary's id or ``*``)."""
 
-    HISTOGRAM, SERIES = "histogram", "series"
-    TARGETS = [(HISTOGRAM, "histogram probes"), (SERIES, "trace series")]
+    HISTOGRAM, SERIES, CANARY = "histogram", "series", "canary"
+    TARGETS = [(HISTOGRAM, "histogram probes"), (SERIES, "trace series"), (CANARY, "canary")]
 
     email = models.EmailField()
     target = models.CharField(max_length=10, choices=TARGETS, default=HISTOGRAM)

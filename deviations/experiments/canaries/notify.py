@@ -22,7 +22,7 @@ from deviations.experiments.canaries import selectors
 from deviations.experiments.canaries.models import Canary
 
 #: ``Subscription.target`` of the mute rows the unsubscribe links of canary emails write.
-TARGET = "canary"
+TARGET = Subscription.CANARY
 
 
 def recipients(canary: Canary) -> list[tuple[str, str]]:

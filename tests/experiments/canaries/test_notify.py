@@ -72,6 +72,12 @@ def test_unsubscribed_owner_gets_nothing(committed: Any, client: Client) -> None
     path = link.split("://", 1)[1].split("/", 1)[1]
     assert client.post("/" + path).status_code == 200
     assert notify.recipients(canary) == []
+    from deviations.alerts.models import Subscription
+
+    muted = Subscription.objects.get(email="owner@example.com", target=notify.TARGET)
+    muted.full_clean()  # "canary" is one of the model's targets
+    assert muted.get_target_display() == "canary"
+    assert not muted.active
     _reject(committed, canary)
     assert mail.outbox == []
 
