@@ -22,8 +22,11 @@ def _rekey_trace_alerts(apps, series_ids, old, new):
         parts = alert.key.split(":")
         if alert.key.startswith(prefixes) and len(parts) == 7 and parts[4] == old:
             parts[4] = new
-            alert.key, alert.rule = ":".join(parts), new
-            alert.save(update_fields=["key", "rule"])
+            key = ":".join(parts)
+            # (Back from a series that used both rules: the newer alert's key is taken.)
+            if not alert_model.objects.filter(key=key).exists():
+                alert.key, alert.rule = key, new
+                alert.save(update_fields=["key", "rule"])
 
 
 def segments_by_default(apps, schema_editor):
