@@ -59,6 +59,7 @@ per second, scores) it is an improvement.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -1209,17 +1210,40 @@ _SEGMENT_CHUNK: Final = 128
 """Functions segmented at once (bounds the per-run comparisons of :func:`_partition`)."""
 
 
-def _partition(y: FloatArray, penalty: FloatArray, max_length: int) -> IntArray:
-    """Optimal partitioning of each row of ``y`` (functions, releases, runs): ``last[:, t]``
-    is the first release of the last segment of the best segmentation of releases
-    ``0 .. t-1`` into segments of at most ``max_length`` releases.
+@dataclass(frozen=True)
+class _Tables:
+    """Prefix tables of one chunk of functions (:func:`_tables`)."""
 
-    The cost of releases ``s .. t-1`` comes from prefix tables over releases: ``below[r, k]``
-    is twice the empirical distribution function at level ``q_k`` times the runs of
-    releases ``< r`` (``2 #(y < q_k) + #(y = q_k)``, an integer), ``size[r]`` their runs.
-    With ``g(x) = x log x`` tabulated at half-integers, the segment's cost is
-    ``scale · Σ_k [g(n) - g(m_k) - g(n - m_k)]`` (``n`` runs, ``m_k`` of them below
-    ``q_k``), which is ``-scale · n Σ_k [F log F + (1 - F) log(1 - F)]``.
+    below: npt.NDArray[np.int32]  # (F, R + 1, K): doubled counts below each level
+    size: npt.NDArray[np.int32]  # (F, R + 1): doubled runs
+    g: FloatArray  # g(j / 2) = (j / 2) log(j / 2), j = 0, 1, ...
+    scale: FloatArray  # (F,)
+
+    def cost(self, starts: IntArray, t: int) -> FloatArray:
+        """Cost of releases ``s .. t-1`` of each function, for each ``s`` of ``starts``:
+        shape (F, len(starts))."""
+        K = self.below.shape[2]  # noqa: N806
+        m = self.below[:, t, None, :] - self.below[:, starts, :]  # (F, starts, K)
+        n = self.size[:, t, None] - self.size[:, starts]  # (F, starts)
+        terms = self.g[m]
+        terms += self.g[n[:, :, None] - m]
+        out: FloatArray = self.scale[:, None] * (K * self.g[n] - np.add.reduce(terms, axis=2))
+        return out
+
+    def whole(self) -> FloatArray:
+        """Cost of all the releases of each function as one segment."""
+        return self.cost(np.zeros(1, dtype=np.int64), self.size.shape[1] - 1)[:, 0]
+
+
+def _tables(y: FloatArray) -> _Tables:
+    """The prefix tables of :func:`_partition` for ``y`` (functions, releases, runs).
+
+    ``below[r, k]`` is twice the empirical distribution function at level ``q_k`` times
+    the runs of releases ``< r`` (``2 #(y < q_k) + #(y = q_k)``, an integer), ``size[r]``
+    their runs, doubled too. With ``g(x) = x log x`` tabulated at half-integers, the cost of
+    releases ``s .. t-1`` is ``scale · Σ_k [g(n) - g(m_k) - g(n - m_k)]`` (``n`` runs,
+    ``m_k`` of them below ``q_k``), which is ``-scale · n Σ_k [F log F + (1 - F) log(1 - F)]``
+    (levels ``-inf`` past a function's ``K`` add ``g(n) - g(0) - g(n) = 0``).
     """
     F, R, _ = y.shape  # noqa: N806
     levels, scale = _ed_quantiles(y)
@@ -1236,17 +1260,20 @@ def _partition(y: FloatArray, penalty: FloatArray, max_length: int) -> IntArray:
     half = np.arange(int(size[:, R].max(initial=0)) + 1) / 2.0
     g = np.zeros(half.shape)
     np.multiply(half[1:], np.log(half[1:]), out=g[1:])  # g(j / 2), j = 0, 1, ...
+    return _Tables(below, size, g, scale)
+
+
+def _partition(tables: _Tables, penalty: FloatArray, max_length: int) -> IntArray:
+    """Optimal partitioning of each function of ``tables`` (:func:`_tables`):
+    ``last[:, t]`` is the first release of the last segment of the best segmentation of
+    releases ``0 .. t-1`` into segments of at most ``max_length`` releases."""
+    F, R = tables.size.shape[0], tables.size.shape[1] - 1  # noqa: N806
     best = np.zeros((F, R + 1))
     last = np.zeros((F, R + 1), dtype=np.int64)
     rows = np.arange(F)
     for t in range(1, R + 1):
         s0 = max(0, t - max_length)
-        m = below[:, t, None, :] - below[:, s0:t, :]  # (F, t - s0, K), doubled
-        n = size[:, t, None] - size[:, s0:t]  # (F, t - s0), doubled
-        terms = g[m]
-        terms += g[n[:, :, None] - m]
-        cost = scale[:, None] * (K * g[n] - np.add.reduce(terms, axis=2))
-        candidates = best[:, s0:t] + cost
+        candidates = best[:, s0:t] + tables.cost(np.arange(s0, t), t)
         if s0 == 0:
             candidates[:, 1:] += penalty[:, None]
         else:
@@ -1255,6 +1282,38 @@ def _partition(y: FloatArray, penalty: FloatArray, max_length: int) -> IntArray:
         last[:, t] = s0 + arg
         best[:, t] = candidates[rows, arg]
     return last
+
+
+def _change_points(
+    y: FloatArray, penalty_of: Callable[[slice, FloatArray], FloatArray],
+    max_length: int | None,
+) -> BoolArray:
+    """Change points of the optimal segmentation of each function of ``y``, chunk by
+    chunk (:func:`optimal_segments`); ``penalty_of(rows, whole)`` is the penalty of the
+    functions ``rows`` given the cost of all their runs as one segment (``whole``, from the
+    tables the recursion's costs come from)."""
+    if max_length is not None and max_length < 1:
+        raise ValueError("max_length must be >= 1 or None")
+    F, R, _ = y.shape  # noqa: N806
+    if R < 2:
+        return np.zeros((F, 0), dtype=np.bool_)
+    max_length = R if max_length is None else min(max_length, R)
+    last = np.zeros((F, R + 1), dtype=np.int64)
+    for lo in range(0, F, _SEGMENT_CHUNK):
+        part = slice(lo, min(F, lo + _SEGMENT_CHUNK))
+        tables = _tables(y[part])
+        last[part] = _partition(tables, penalty_of(part, tables.whole()), max_length)
+    rows = np.arange(F)
+    change = np.zeros((F, R - 1), dtype=np.bool_)
+    t_now = np.full(F, R)
+    for _ in range(R):
+        start = last[rows, t_now]
+        cut = start > 0
+        change[rows[cut], start[cut] - 1] = True
+        t_now = np.where(cut, start, 0)
+        if not cut.any():
+            break
+    return change
 
 
 def optimal_segments(
@@ -1317,63 +1376,37 @@ def optimal_segments(
     y = np.asarray(log_times, dtype=np.float64)
     if y.ndim != 3:
         raise ValueError(f"log_times must have shape (functions, releases, runs), got {y.shape}")
-    F, R, n = y.shape  # noqa: N806
-    beta = np.broadcast_to(np.asarray(penalty, dtype=np.float64), (F,))
+    beta = np.broadcast_to(np.asarray(penalty, dtype=np.float64), (y.shape[0],))
     if not np.all(beta >= 0):
         raise ValueError("penalty must be >= 0")
-    if max_length is not None and max_length < 1:
-        raise ValueError("max_length must be >= 1 or None")
-    if R < 2:
-        return np.zeros((F, 0), dtype=np.bool_)
-    length = R if max_length is None else min(max_length, R)
-    last = np.zeros((F, R + 1), dtype=np.int64)
-    for lo in range(0, F, _SEGMENT_CHUNK):
-        part = slice(lo, min(F, lo + _SEGMENT_CHUNK))
-        last[part] = _partition(y[part], beta[part], length)
-    rows = np.arange(F)
-    change = np.zeros((F, R - 1), dtype=np.bool_)
-    t_now = np.full(F, R)
-    for _ in range(R):
-        start = last[rows, t_now]
-        cut = start > 0
-        change[rows[cut], start[cut] - 1] = True
-        t_now = np.where(cut, start, 0)
-        if not cut.any():
-            break
-    return change
+    return _change_points(y, lambda rows, _whole: beta[rows], max_length)
 
 
 def _whole_cost(y: FloatArray) -> FloatArray:
     """Each function's empirical-distribution cost of all its runs as one segment
-    (:func:`optimal_segments`): the largest cost any segmentation can save."""
-    F = y.shape[0]  # noqa: N806
+    (:func:`optimal_segments`): the largest cost any segmentation can save. (The
+    segmentation takes it from the tables it builds anyway, :func:`_change_points`.)"""
+    F, R, _ = y.shape  # noqa: N806
     out = np.zeros(F)
     for lo in range(0, F, _SEGMENT_CHUNK):
         part = slice(lo, min(F, lo + _SEGMENT_CHUNK))
-        v = y[part].reshape(part.stop - lo, -1)
-        levels, scale = _ed_quantiles(y[part])
-        n = np.sum(~np.isnan(v), axis=1)
-        doubled = 2 * np.sum(v[:, :, None] < levels[:, None, :], axis=1) + np.sum(
-            v[:, :, None] == levels[:, None, :], axis=1
-        )
-        half = np.arange(2 * int(n.max(initial=0)) + 1) / 2.0
-        g = np.zeros(half.shape)
-        np.multiply(half[1:], np.log(half[1:]), out=g[1:])  # g(j / 2), as _partition
-        terms = g[2 * n[:, None] - doubled] + g[doubled]
-        real = levels > -np.inf
-        out[part] = scale * np.sum(np.where(real, g[2 * n][:, None] - terms, 0.0), axis=1)
+        out[part] = _tables(y[part]).whole()
     return out
 
 
-def _segment_penalty(y: FloatArray, penalty: float) -> FloatArray:
-    """Each function's penalty of :func:`segment_verdicts` (log times ``y``):
-    ``penalty * min(sqrt(max(1, m / SEGMENT_PENALTY_RUNS)), C / SEGMENT_PENALTY_COST)``."""
+def _segment_penalty(y: FloatArray, penalty: float) -> Callable[[slice, FloatArray], FloatArray]:
+    """Each function's penalty of :func:`segment_verdicts` (log times ``y``) as
+    :func:`_change_points` asks for it: ``penalty * min(sqrt(max(1, m /
+    SEGMENT_PENALTY_RUNS)), C / SEGMENT_PENALTY_COST)``, ``C`` the whole-series cost."""
     given = np.sum(~np.isnan(y), axis=2).astype(np.float64)
     per_release = _nanmedian_rows(np.where(given > 0, given, np.nan))
     runs = np.sqrt(np.fmax(1.0, per_release / SEGMENT_PENALTY_RUNS))  # NaN: no runs → 1
-    size = _whole_cost(y) / SEGMENT_PENALTY_COST
-    out: FloatArray = penalty * np.fmin(runs, size)
-    return out
+
+    def penalty_of(rows: slice, whole: FloatArray) -> FloatArray:
+        out: FloatArray = penalty * np.fmin(runs[rows], whole / SEGMENT_PENALTY_COST)
+        return out
+
+    return penalty_of
 
 
 def segment_verdicts(
@@ -1445,7 +1478,7 @@ def segment_verdicts(
     y = _log_times(x)
     if penalty < 0:
         raise ValueError("penalty must be >= 0")
-    change = optimal_segments(y, _segment_penalty(y, penalty), max_length=max_length)
+    change = _change_points(y, _segment_penalty(y, penalty), max_length)
     p = np.full((F, max(R - 1, 0)), np.nan)
     shift = np.full((F, max(R - 1, 0)), np.nan)
     f, k = np.nonzero(change)
