@@ -73,6 +73,14 @@ def test_in_process_tasks_are_never_coalesced(series: str) -> None:  # noqa: F81
     assert tasks._coalesces() is False
 
 
+@pytest.fixture
+def in_process(settings: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tasks run in-process (the embedded default), with lock files of this test's own
+    site (``traces.tasks._lock_folder`` keys them by the media folder)."""
+    settings.MEDIA_ROOT = tmp_path
+    monkeypatch.setattr(tasks, "_in_process", lambda: True)
+
+
 class _Slow:
     """A task run in-process that takes its time (a stand-in for an analysis)."""
 
@@ -90,12 +98,10 @@ class _Slow:
 
 
 def test_in_process_a_request_that_finds_the_task_running_leaves_it_to_the_holder(
-    settings: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+    in_process: None,
 ) -> None:
     """The embedded default: ten concurrent uploads to one series made ten analyses at
     once; now a second caller returns at once and the running one runs again for it."""
-    settings.MEDIA_ROOT = tmp_path
-    monkeypatch.setattr(tasks, "_in_process", lambda: True)
     task = _Slow()
     first = threading.Thread(target=tasks.send_once, args=(task, 3))
     first.start()
@@ -116,11 +122,7 @@ def test_in_process_a_request_that_finds_the_task_running_leaves_it_to_the_holde
     assert task.runs == 3
 
 
-def test_in_process_other_series_do_not_wait(
-    settings: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    settings.MEDIA_ROOT = tmp_path
-    monkeypatch.setattr(tasks, "_in_process", lambda: True)
+def test_in_process_other_series_do_not_wait(in_process: None) -> None:
     task = _Slow()
     first = threading.Thread(target=tasks.send_once, args=(task, 3))
     first.start()
@@ -135,11 +137,7 @@ def test_in_process_other_series_do_not_wait(
     assert task.runs == 2
 
 
-def test_in_process_an_error_reaches_the_caller_and_frees_the_lock(
-    settings: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    settings.MEDIA_ROOT = tmp_path
-    monkeypatch.setattr(tasks, "_in_process", lambda: True)
+def test_in_process_an_error_reaches_the_caller_and_frees_the_lock(in_process: None) -> None:
 
     class Failing:
         name = "test.failing"
