@@ -180,6 +180,9 @@ class Alert(models.Model):
     n_after = models.IntegerField(null=True, blank=True)
     explanation = models.TextField()
     provisional = models.BooleanField(default=False)
+    #: Sent before its verdict is final, because the evidence was overwhelming (trace
+    #: series: ``stats.releases.EARLY_ALPHA``); it may still be withdrawn.
+    early = models.BooleanField(default=False)
     # When the newer side's data arrived (a release's creation, a change's detection): a
     # subscriber is told only of alerts whose data came after they subscribed.
     data_at = models.DateTimeField()

@@ -1,9 +1,10 @@
 """Telling people about alert groups: one email per group and address, once, when due.
 
 A group is due when it has untriaged alerts that are confirmed: no longer provisional
-(the detector says so: ``Alert.provisional``), or recorded at least
-``DEVIATIONS_ALERT_CONFIRM_SECONDS`` ago (settings; a day by default), so a flag that
-flips back within that time is withdrawn before it reaches an inbox. Regressions and
+(the detector says so: ``Alert.provisional``; a trace verdict is final once the releases
+after it exist, or sent early on overwhelming evidence), or, for other detectors,
+recorded at least ``DEVIATIONS_ALERT_CONFIRM_SECONDS`` ago (settings; a day by default),
+so a flag that flips back within that time is withdrawn before it reaches an inbox. Regressions and
 changes are emailed; improvements only to subscribers who asked for them
 (``Subscription.improvements``); they are recorded and shown either way.
 
@@ -109,10 +110,12 @@ RECIPIENTS: dict[str, Callable[[AlertGroup], list[Recipient]]] = {
 
 def due(alerts_of_group: list[Alert], now: datetime) -> list[Alert]:
     """The untriaged alerts that may be told: confirmed, or provisional for longer than
-    the confirmation delay."""
+    the confirmation delay. A trace alert's verdict says itself when it is final (or sent
+    early): it is never told on the delay."""
     delay = timedelta(seconds=settings.DEVIATIONS_ALERT_CONFIRM_SECONDS)
     return [a for a in alerts_of_group
-            if a.status == Alert.NEW and (not a.provisional or a.created <= now - delay)]
+            if a.status == Alert.NEW and (not a.provisional or (
+                a.detector != Alert.TRACE and a.created <= now - delay))]
 
 
 def _counts(told: list[Alert]) -> str:

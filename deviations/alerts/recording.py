@@ -68,6 +68,7 @@ class AlertData:
     n_before: int | None = None
     n_after: int | None = None
     provisional: bool = False
+    early: bool = False
     # Who is muted: the (family, subject) an ``Ignore`` of this detector's kind names.
     ignore_as: tuple[str, str] | None = field(default=None, compare=False)
 
@@ -77,7 +78,7 @@ class AlertData:
 _UPDATED = ("direction", "unit", "before", "after", "effect", "effect_lo", "effect_hi",
             "effect_pct", "effect_pct_lo", "effect_pct_hi", "p_value", "distance",
             "threshold", "method", "level", "n_before", "n_after", "explanation",
-            "provisional", "subject")
+            "provisional", "early", "subject", "metric")
 
 
 _MODEL_FIELDS = tuple(f.name for f in fields(AlertData) if f.name not in ("family", "ignore_as"))

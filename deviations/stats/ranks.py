@@ -20,6 +20,7 @@ import functools
 from typing import Final
 
 import numpy as np
+import numpy.typing as npt
 
 # scipy.special rather than scipy.stats: the same distribution functions at a fraction of
 # the import time (docs/statistics.md, "Import time").
@@ -56,11 +57,13 @@ with a normal p-value of 0.2 or more cannot pass any Benjamini–Hochberg thresh
 
 
 def _mann_whitney_rows(
-    left: FloatArray, right: FloatArray
+    left: FloatArray, right: FloatArray, exact_rows: npt.NDArray[np.bool_] | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Row-wise Mann–Whitney test of ``right`` against ``left``.
 
-    NaN entries are missing values. Returns the signed z of the normal approximation
+    NaN entries are missing values. ``exact_rows`` (default: every row) limits the exact
+    p-value given ties, a dynamic programme per row, to the rows whose p-value decides
+    something. Returns the signed z of the normal approximation
     (tie and continuity corrected; positive: right larger), the two-sided p-value
     (exact when possible, see :func:`~deviations.stats.releases.compare_matrix`;
     otherwise the normal approximation) and
@@ -113,6 +116,8 @@ def _mann_whitney_rows(
             p_exact[rows] = _exact_two_sided(u_exact[rows], int(m), int(n))
         p[exact] = p_exact
     tied = enough & ~untied & (var > 0) & (N <= EXACT_TIES_MAX_N) & (p < EXACT_TIES_BELOW)
+    if exact_rows is not None:
+        tied &= exact_rows
     for row in np.flatnonzero(tied):
         doubled = np.rint(2.0 * avg_rank[row, : N[row]]).astype(np.int64)
         p[row] = _exact_two_sided_ties(

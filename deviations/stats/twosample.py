@@ -36,7 +36,7 @@ from ._typing import DIRECTIONS, BoolArray, Direction, FloatArray, Int8Array
 from .intervals import MIN_RUNS, Interval, diff_ci_array, mean_ci_array, median_ci_array
 from .multiple import benjamini_hochberg
 from .ranks import _mann_whitney_rows
-from .releases import _t_p_value
+from .releases.paper import _t_p_value
 
 __all__ = [
     "APPEARED",

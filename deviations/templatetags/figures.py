@@ -53,6 +53,24 @@ def percent(value: float | None) -> str:
 
 
 @register.filter
+def percent_plain(value: float | None) -> str:
+    """A fraction (0.02) as a percentage without sign or needless decimals ("2%")."""
+    if value is None:
+        return ""
+    return f"{100 * value:.4g}%"
+
+
+@register.filter
+def pvalue(value: float | None) -> str:
+    """A p-value in two significant digits, never "0" ("3.1e-06", "0.042")."""
+    if value is None:
+        return ""
+    if value < 1e-3:
+        return f"{value:.1e}" if value > 0 else "< 1e-300"
+    return f"{value:.2g}"
+
+
+@register.filter
 def verdict_label(verdict: str | None) -> str:
     """A verdict as the matrix's legend words it (exports keep the codes' names)."""
     return VERDICT_LABELS.get(verdict or "", "—")

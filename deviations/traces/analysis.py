@@ -1,40 +1,33 @@
 """The glue between stored runs and ``deviations.stats``: load, compute, store.
 
-``analyse_series`` keeps, for each metric (self time, total time), estimator (median,
-mean) and rule (paper, recommended, segments), the matrices of a series;
-``analysis_store`` holds them as one summary row and per-release blocks. Pages and exports
-only read them (``analysis_store.read_analysis``).
+``analyse_series`` keeps, for each metric (self time, total time), the matrices a series'
+pages read: per release and estimator (median, mean) the estimate, its intervals and the
+runs; per pair of consecutive releases the paper rule's comparison (per estimator) and
+the shift rule's comparison and verdict (``stats.releases.shift_verdicts``);
+``traces.store`` holds them as per-release blocks. Pages and exports only read them.
 
-Which releases are columns: those with at least two done runs (an interval needs two), in
-series order; "consecutive" means consecutive among them. A function absent from a run
-was not called in it: 0 µs there, not a missing value. A function absent from *every* run
-of a release was not measured there: the pairs on either side are ``appeared`` /
-``vanished``, never a change from or to 0 µs (``stats.releases.absent_releases``).
+Which releases are columns: every release with at least one done run, in series order
+(the shift rule judges one-run releases; the paper rule gives no verdict on a pair with
+a one-run side). A function absent from a run was not called in it: 0 µs there, not a
+missing value.
 
 Incremental updates (docs/architecture.md, "Analysis: stored matrices, incremental
-updates"). The stored analysis records the done runs of each column (``run_ids`` split by
-``run_counts``). A new analysis compares them with the database: a column is *changed*
-when it is new (a release reached two runs, possibly between two others) or gained runs.
-Only what depends on changed columns is recomputed, from the samples of the releases
-within ``2 WINDOW - 1`` columns of a change (the samples of every column are loaded, for
-the segments rule below):
+updates"). Every verdict depends on a bounded window of releases, so a new analysis
+compares the stored columns (and their runs) with the database and recomputes only:
 
-- per-release statistics of the changed columns;
-- the pairs that touch a changed column (difference interval, gap, paper verdict);
-- the recommended rule's window tests (z, p, shift) of the boundaries whose windows hold
-  a changed column;
-- for functions seen for the first time, their whole rows (their earlier runs are zeros);
+- the per-release statistics of the *changed* columns (new, or with new runs);
+- the paper rule's pairs that touch a changed column;
+- the shift rule's boundaries whose window holds a changed column, whose window is not
+  what it was (a provisional boundary's window grows with every release until it is
+  final), or that are new;
 
-then the global steps run again over the whole arrays: Benjamini–Hochberg over every
-p-value, the local maximum of |z|, verdicts and digressions. The segments rule
-(``stats.releases.segment_verdicts``) is global by nature (a change point's segments reach
-back to the previous change): every analysis, incremental or not, loads the samples of
-every column and recomputes it whole. Only the blocks of the columns whose numbers changed
-are rewritten (plus, for new functions, blocks of their rows in the other columns), and
-the summary row with the global arrays. Anything else (a run or
-a release gone, releases reordered, other rule parameters, no stored analysis) and
-``--full`` recompute and rewrite everything. Both paths run the same code, and a test
-checks that they store the same arrays.
+from the samples of the columns those windows hold, and, for functions seen for the first
+time, their rows (0 µs in every earlier run: no database read for those). Only the blocks
+of the columns whose numbers changed are rewritten, plus, for new functions, blocks of
+their rows in the other columns. Anything else (a run or a release gone, releases
+reordered, another version of the parameters, no stored analysis) and ``--full``
+recompute and rewrite everything. Both paths run the same code, and a test checks that
+they store the same arrays.
 
 Idempotence: an analysis records the instant of its snapshot. A request is skipped when a
 stored analysis already saw every run that finished (``Run.finished``); writes serialise
@@ -56,22 +49,12 @@ from django.utils import timezone
 
 from deviations.core.db import batches
 from deviations.stats import Direction
-from deviations.stats.intervals import (
-    MIN_RUNS,
-    IntervalArray,
-    mean_ci_array,
-    median_ci_array,
-)
-from deviations.stats.multiple import benjamini_hochberg_rejections
+from deviations.stats.intervals import IntervalArray, mean_ci_array, median_ci_array
 from deviations.stats.releases import (
-    NO_VERDICT,
     absent_releases,
-    adjacent_change,
-    digressions,
     pair_statistics,
-    recommended_verdict_codes,
-    segment_verdicts,
-    window_tests,
+    shift_verdicts,
+    shift_windows,
 )
 from deviations.traces import store
 from deviations.traces.models import Run, RunTimes, Series, SeriesAnalysis
@@ -79,6 +62,9 @@ from deviations.traces.store import (
     ESTIMATORS,
     METRICS,
     RULES,
+    SHIFT_CHANGE,
+    SHIFT_DIGRESSION,
+    SHIFT_EARLY,
     MetricArrays,
     Stored,
     read_analysis,
@@ -86,19 +72,18 @@ from deviations.traces.store import (
 
 __all__ = ["ESTIMATORS", "METRICS", "RULES", "analyse_series", "read_analysis"]
 
-# The parameters of compare_matrix's defaults (docs/statistics.md says why each value).
+#: Level of every interval stored (per release, differences, the shift rule's shift).
 CONFIDENCE = 0.95
 #: Trace metrics (self and total time) are durations: a larger one is a regression.
 DIRECTION: Direction = "lower_is_better"
-WINDOW = 3
-FDR = 0.05
-MIN_RELATIVE_EFFECT = 0.1
-#: Version of what the stored arrays mean: a stored analysis of another version (other
-#: parameters, verdicts before appeared/vanished: version 1, before the segments rule:
-#: version 2) is recomputed whole.
-VERDICTS_VERSION = 3
-PARAMS = np.array([CONFIDENCE, WINDOW, FDR, MIN_RELATIVE_EFFECT, VERDICTS_VERSION],
-                  dtype=np.float64)
+#: Version of what the stored arrays mean: a stored analysis of another version is
+#: recomputed whole (1: before appeared/vanished; 2: before the segments rule; 3: the
+#: segments and window rules; 4: the shift rule, one-run releases as columns).
+VERDICTS_VERSION = 4
+PARAMS = np.array([CONFIDENCE, VERDICTS_VERSION], dtype=np.float64)
+#: Runs a release needs to be a column of the analysis.
+MIN_COLUMN_RUNS = 1
+
 
 @dataclass(frozen=True)
 class Columns:
@@ -113,7 +98,7 @@ class Columns:
 
 
 def current_columns(series: Series) -> Columns:
-    """Releases with at least ``MIN_RUNS`` done runs, each with its runs in load order."""
+    """Releases with at least ``MIN_COLUMN_RUNS`` done runs, each with its runs in load order."""
     runs = (
         Run.objects.filter(series=series, status=Run.DONE)
         .order_by("release__sort_key", "release_id", "created", "id")
@@ -122,7 +107,7 @@ def current_columns(series: Series) -> Columns:
     by_release: dict[int, list[int]] = {}
     for release_id, run_id in runs:
         by_release.setdefault(release_id, []).append(run_id)
-    kept = [(rid, ids) for rid, ids in by_release.items() if len(ids) >= MIN_RUNS]
+    kept = [(rid, ids) for rid, ids in by_release.items() if len(ids) >= MIN_COLUMN_RUNS]
     return Columns(
         np.array([rid for rid, _ in kept], dtype=np.int64),
         tuple(np.array(ids, dtype=np.int64) for _, ids in kept),
@@ -196,7 +181,7 @@ def _union_ids(
 # --- the stored base --------------------------------------------------------------------
 
 # The last analysis this process stored, by series, with its generation: the next update
-# of that series (often in the same worker) need not read ~60 MB back.
+# of that series (often in the same worker) need not read it back.
 _last: dict[int, Stored] = {}
 
 
@@ -218,57 +203,64 @@ def _read_stored(series: Series) -> Stored | None:
 
 @dataclass(frozen=True)
 class Plan:
-    """What an analysis recomputes. ``old_col[c]`` is column ``c``'s index in the base."""
+    """What an analysis recomputes. ``old_col[c]`` is column ``c``'s index in the base
+    (-1: new); ``pairs`` the paper rule's pairs, ``boundaries`` the shift rule's."""
 
     full: bool
     changed: np.ndarray
     old_col: np.ndarray
+    pairs: np.ndarray
+    boundaries: np.ndarray
     loaded: list[int]
 
-    @property
-    def pairs(self) -> np.ndarray:
-        """Pairs touching a changed column."""
-        return self.changed[:-1] | self.changed[1:]
 
-    @property
-    def boundaries(self) -> np.ndarray:
-        """Boundaries whose recommended-rule windows hold a changed column."""
-        return _boundaries_near(self.changed, WINDOW)
-
-
-def _boundaries_near(changed: np.ndarray, window: int) -> np.ndarray:
-    # Boundary k pools columns k+1-window .. k+window (compare.window_tests).
-    R = len(changed)  # noqa: N806
-    hit = np.zeros(max(R - 1, 0), dtype=np.bool_)
-    for c in np.flatnonzero(changed):
-        hit[max(0, c - window) : min(R - 1, c + window)] = True
-    return hit
+def _windows(run_counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    win = shift_windows(run_counts)
+    return win.start, win.stop
 
 
 def plan(columns: Columns, stored: Stored | None) -> Plan:
     """Compare the stored columns (and their runs) with the database's."""
     R = len(columns.release_ids)  # noqa: N806
-    everything = Plan(True, np.ones(R, dtype=np.bool_), np.full(R, -1), list(range(R)))
+    B = max(R - 1, 0)  # noqa: N806
+    start, stop = _windows(columns.run_counts)
+    every = Plan(True, np.ones(R, dtype=np.bool_), np.full(R, -1), np.ones(B, dtype=np.bool_),
+                 np.ones(B, dtype=np.bool_), list(range(R)))
     if stored is None or not np.array_equal(stored.params, PARAMS):
-        return everything
+        return every
     position = {int(rid): i for i, rid in enumerate(stored.release_ids)}
     old_col = np.array([position.get(int(rid), -1) for rid in columns.release_ids], dtype=int)
     kept = old_col[old_col >= 0]
     if len(kept) != len(stored.release_ids) or np.any(np.diff(kept) <= 0):
-        return everything  # a column vanished or the order changed
+        return every  # a column vanished or the order changed
     changed = old_col < 0
     for c in np.flatnonzero(~changed):
         before, now = stored.run_ids[old_col[c]], columns.run_ids[c]
         if np.array_equal(before, now):
             continue
         if not np.isin(before, now).all():
-            return everything  # a run vanished
+            return every  # a run vanished
         changed[c] = True
+    # A pair is kept when both its columns are unchanged and were adjacent in the base.
+    same_pair = ~changed[:-1] & ~changed[1:] & (old_col[1:] == old_col[:-1] + 1)
+    old_start, old_stop = _windows(np.array([len(r) for r in stored.run_ids], dtype=np.int64))
+    boundaries = ~same_pair.copy()
+    hit = np.concatenate([[0], np.cumsum(changed)])
+    for k in np.flatnonzero(same_pair):
+        s, e = int(start[k]), int(stop[k])
+        ko = int(old_col[k])
+        same_window = (old_col[s] == old_start[ko] and old_col[e] == old_stop[ko]
+                       and old_col[e] - old_col[s] == e - s and hit[e + 1] == hit[s])
+        boundaries[k] = not same_window
     loaded = np.zeros(R, dtype=np.bool_)
-    reach = 2 * WINDOW - 1
-    for c in np.flatnonzero(changed):
-        loaded[max(0, c - reach) : c + reach + 1] = True
-    return Plan(False, changed, old_col, [int(c) for c in np.flatnonzero(loaded)])
+    loaded[changed] = True
+    pairs = ~same_pair
+    loaded[:-1] |= pairs
+    loaded[1:] |= pairs
+    for k in np.flatnonzero(boundaries):
+        loaded[int(start[k]) : int(stop[k]) + 1] = True
+    return Plan(False, changed, old_col, pairs, boundaries,
+                [int(c) for c in np.flatnonzero(loaded)])
 
 
 # --- computing -------------------------------------------------------------------------
@@ -280,7 +272,8 @@ def _intervals(blocks: list[np.ndarray], estimator: str, method: str = "olive"
 
     Blocks are grouped by run count and never padded, so a release's numbers do not
     depend on which other releases are computed with it (a padded mean would: the
-    pairwise summation follows the row length).
+    pairwise summation follows the row length). A one-run release has its run as the
+    estimate and no interval.
     """
     F, R = (blocks[0].shape[0] if blocks else 0), len(blocks)  # noqa: N806
     out = {k: np.full((F, R), np.nan) for k in ("estimate", "lo", "hi", "se", "df")}
@@ -288,8 +281,12 @@ def _intervals(blocks: list[np.ndarray], estimator: str, method: str = "olive"
     by_width: dict[int, list[int]] = {}
     for c, block in enumerate(blocks):
         by_width.setdefault(block.shape[1], []).append(c)
-    for idx in by_width.values():
+    for width, idx in by_width.items():
         x = np.stack([blocks[c] for c in idx], axis=1)
+        if width == 1:
+            out["estimate"][:, idx] = x[:, :, 0]
+            n[:, idx] = 1
+            continue
         got = (median_ci_array(x, CONFIDENCE, method=method) if estimator == "median"  # type: ignore[arg-type]
                else mean_ci_array(x, CONFIDENCE))
         for k in out:
@@ -305,81 +302,96 @@ def _take(ia: IntervalArray, cols: np.ndarray) -> IntervalArray:
     )
 
 
-def _segments(cols: list[int]) -> list[list[int]]:
-    """Split sorted column indices into runs of consecutive ones."""
-    out: list[list[int]] = []
-    for c in cols:
-        if out and out[-1][-1] == c - 1:
-            out[-1].append(c)
+def _put(target: np.ndarray, rows: slice, cols: np.ndarray, values: np.ndarray) -> None:
+    target[rows, cols] = values
+
+
+def _release_and_pairs(
+    state: MetricArrays, rows: slice, block: Callable[[int], np.ndarray],
+    stat_cols: np.ndarray, pairs: np.ndarray,
+) -> None:
+    """Per-release statistics of the columns ``stat_cols`` marks and the paper rule's pairs
+    ``pairs`` marks, for ``rows``; ``block(c)`` is column ``c``'s (rows × runs) samples."""
+    pair_idx = np.flatnonzero(pairs)
+    out_cols = np.flatnonzero(stat_cols)
+    need = sorted(set(out_cols.tolist()) | set(pair_idx.tolist()) | set((pair_idx + 1).tolist()))
+    if not need:
+        return
+    position = {c: i for i, c in enumerate(need)}
+    blocks = [block(c) for c in need]
+    write = np.array([position[c] for c in out_cols], dtype=int)
+    left = np.array([position[int(p)] for p in pair_idx], dtype=int)
+    absent = np.stack([absent_releases(b) for b in blocks], axis=1)
+    for estimator in ESTIMATORS:
+        ia = _intervals(blocks, estimator)
+        for k in ("estimate", "lo", "hi"):
+            _put(state.release[estimator][k], rows, out_cols, getattr(ia, k)[:, write])
+        # The interval the shift rule shows: order statistics for the median (coverage on
+        # bimodal and quantised runs), Student's for the mean.
+        shown = (_intervals([blocks[i] for i in write], estimator, "order")
+                 if estimator == "median" else _take(ia, write))
+        _put(state.release[estimator]["order_lo"], rows, out_cols, shown.lo)
+        _put(state.release[estimator]["order_hi"], rows, out_cols, shown.hi)
+        _put(state.n, rows, out_cols, ia.n[:, write])
+        if len(pair_idx):
+            got = pair_statistics(
+                _take(ia, left), _take(ia, left + 1), CONFIDENCE, direction=DIRECTION,
+                absent=(absent[:, left], absent[:, left + 1]),
+            )
+            values = {"gap": got.gap, "diff": got.diff, "diff_lo": got.diff_lo,
+                      "diff_hi": got.diff_hi, "paper_p": got.paper_p_value,
+                      "paper_verdict": got.paper_verdict}
+            for k, v in values.items():
+                _put(state.pair[estimator][k], rows, pair_idx, v)
+
+
+def _spans(boundaries: np.ndarray, start: np.ndarray, stop: np.ndarray
+           ) -> list[tuple[int, int, list[int]]]:
+    """The boundaries marked, grouped into spans of columns whose windows overlap:
+    (first column, last column, boundaries)."""
+    out: list[tuple[int, int, list[int]]] = []
+    for k in np.flatnonzero(boundaries).tolist():
+        s, e = int(start[k]), int(stop[k])
+        if out and s <= out[-1][1]:
+            first, last, ks = out[-1]
+            out[-1] = (first, max(last, e), [*ks, k])
         else:
-            out.append([c])
+            out.append((s, e, [k]))
     return out
 
 
-def _recompute(
-    state: MetricArrays,
-    rows: slice,
-    block: Callable[[int], np.ndarray],
-    cols: list[int],
-    stat_cols: np.ndarray,
-    pairs: np.ndarray,
-    boundaries: np.ndarray,
-) -> None:
-    """Recompute, for ``rows``, what ``stat_cols``/``pairs``/``boundaries`` mark True.
-
-    ``block(c)`` gives column ``c``'s (rows × runs) samples for every ``c`` in ``cols``
-    (which hold the columns of every marked pair and every marked boundary's windows).
-    """
-    pair_idx = np.flatnonzero(pairs)
-    need = sorted(set(np.flatnonzero(stat_cols).tolist()) | set(pair_idx.tolist())
-                  | set((pair_idx + 1).tolist()))
-    if need:
-        position = {c: i for i, c in enumerate(need)}
-        blocks = [block(c) for c in need]
-        write = np.array([position[c] for c in np.flatnonzero(stat_cols)], dtype=int)
-        out_cols = np.flatnonzero(stat_cols)
-        left = np.array([position[int(p)] for p in pair_idx], dtype=int)
-        absent = np.stack([absent_releases(b) for b in blocks], axis=1)
-        for estimator in ESTIMATORS:
-            ia = _intervals(blocks, estimator)
-            for k in ("estimate", "lo", "hi"):
-                _put(state.release[estimator][k], rows, out_cols, getattr(ia, k)[:, write])
-            # The interval the recommended rule shows: order statistics for the median
-            # (coverage on bimodal and quantised runs), Student's for the mean.
-            shown = (_intervals([blocks[i] for i in write], estimator, "order")
-                     if estimator == "median" else _take(ia, write))
-            _put(state.release[estimator]["order_lo"], rows, out_cols, shown.lo)
-            _put(state.release[estimator]["order_hi"], rows, out_cols, shown.hi)
-            _put(state.n, rows, out_cols, ia.n[:, write])
-            if len(pair_idx):
-                got = pair_statistics(
-                    _take(ia, left), _take(ia, left + 1), CONFIDENCE, direction=DIRECTION,
-                    absent=(absent[:, left], absent[:, left + 1]),
-                )
-                values = {
-                    "gap": got.gap, "diff": got.diff, "diff_lo": got.diff_lo,
-                    "diff_hi": got.diff_hi, "paper_p": got.paper_p_value,
-                    "paper_verdict": got.paper_verdict,
-                }
-                for k, v in values.items():
-                    _put(state.pair[estimator][k], rows, pair_idx, v)
-    wanted = np.flatnonzero(boundaries)
-    for segment in _segments(cols):
-        lo, hi = segment[0], segment[-1]
-        ks = wanted[(wanted >= lo) & (wanted < hi)]
-        if not len(ks):
-            continue
-        x = _padded([block(c) for c in segment])
-        got_w = window_tests(x, WINDOW, range(int(ks[0]) - lo, int(ks[-1]) - lo + 1))
-        span = np.arange(int(ks[0]), int(ks[-1]) + 1)
-        pick = np.isin(span, ks)
-        _put(state.window["z"], rows, ks, got_w.z[:, pick])
-        _put(state.window["p"], rows, ks, got_w.p_value[:, pick])
-        _put(state.window["shift"], rows, ks, got_w.shift[:, pick])
+def _shift(state: MetricArrays, rows: slice, block: Callable[[int], np.ndarray],
+           boundaries: np.ndarray, run_counts: np.ndarray) -> None:
+    """The shift rule's comparison at the boundaries ``boundaries`` marks, for ``rows``."""
+    start, stop = _windows(run_counts)
+    for first, last, ks in _spans(boundaries, start, stop):
+        x = _padded([block(c) for c in range(first, last + 1)])
+        got = shift_verdicts(x, runs=run_counts, boundaries=ks, offset=first,
+                             confidence=CONFIDENCE, direction=DIRECTION)
+        cols = np.array(ks, dtype=int)
+        flags = (got.change * SHIFT_CHANGE + got.digression * SHIFT_DIGRESSION
+                 + got.early * SHIFT_EARLY).astype(np.uint8)
+        values = {
+            "shift_verdict": got.verdict, "shift_diff": got.diff, "shift_lo": got.diff_lo,
+            "shift_hi": got.diff_hi, "shift_p": got.p_value, "shift_before": got.before,
+            "shift_reach_before": cols[None, :] - got.first,
+            "shift_reach_after": got.last - (cols[None, :] + 1),
+            "shift_n_before": got.n_before, "shift_n_after": got.n_after, "shift_flags": flags,
+        }
+        for k, v in values.items():
+            _put(state.shift[k], rows, cols, v)
 
 
-def _put(target: np.ndarray, rows: slice, cols: np.ndarray, values: np.ndarray) -> None:
-    target[rows, cols] = values
+def _empty_shift(state: MetricArrays, rows: slice, boundaries: np.ndarray,
+                 run_counts: np.ndarray) -> None:
+    """What :func:`shift_verdicts` gives rows without a run above 0 in the windows of the
+    boundaries ``boundaries`` marks (functions first seen later): no verdict."""
+    start, stop = _windows(run_counts)
+    cols = np.flatnonzero(boundaries)
+    for k in store.SHIFT_FIELDS:
+        state.shift[k][rows, cols] = store.fill(k)
+    state.shift["shift_reach_before"][rows, cols] = cols - start[cols]
+    state.shift["shift_reach_after"][rows, cols] = stop[cols] - (cols + 1)
 
 
 def _copy_base(new: MetricArrays, old: MetricArrays, rows: slice, p: Plan) -> None:
@@ -387,7 +399,6 @@ def _copy_base(new: MetricArrays, old: MetricArrays, rows: slice, p: Plan) -> No
     same_cols = np.flatnonzero(~p.changed)
     same_pairs = np.flatnonzero(~p.pairs)
     same_bounds = np.flatnonzero(~p.boundaries)
-    # An unchanged pair (or boundary) joins two columns that were adjacent in the base.
     cols = _slices(same_cols, p.old_col[same_cols])
     pairs = _slices(same_pairs, p.old_col[same_pairs])
     bounds = _slices(same_bounds, p.old_col[same_bounds])
@@ -397,8 +408,8 @@ def _copy_base(new: MetricArrays, old: MetricArrays, rows: slice, p: Plan) -> No
         for k in store.PAIR_FIELDS:
             _copy(new.pair[estimator][k], old.pair[estimator][k], rows, pairs)
     _copy(new.n, old.n, rows, cols)
-    for k in store.WINDOW_FIELDS:
-        _copy(new.window[k], old.window[k], rows, bounds)
+    for k in store.SHIFT_FIELDS:
+        _copy(new.shift[k], old.shift[k], rows, bounds)
 
 
 def _slices(new_cols: np.ndarray, old_cols: np.ndarray) -> list[tuple[slice, slice]]:
@@ -433,15 +444,13 @@ class Computed:
     columns: Columns
     function_ids: np.ndarray
     metrics: dict[str, MetricArrays]
-    global_arrays: dict[str, np.ndarray]
     plan: Plan
-    loaded_releases: int
     base_rows: int
 
     @property
     def rewritten(self) -> list[int]:
-        """Columns whose blocks change: changed ones and those whose pair or window
-        statistics (stored with the pair's right release) were recomputed."""
+        """Columns whose blocks change: changed ones and those whose pair or boundary
+        numbers (stored with the pair's right release) were recomputed."""
         touched = self.plan.changed.copy()
         touched[1:] |= self.plan.pairs | self.plan.boundaries
         return [int(c) for c in np.flatnonzero(touched)]
@@ -451,33 +460,26 @@ class Computed:
         """Per (metric, estimator, rule), the arrays pages read (``read_analysis``'s keys),
         rows in ``function_ids`` order."""
         return {
-            (metric, estimator, rule): view_arrays(
-                self.metrics[metric], self.global_arrays, metric, estimator, rule
-            )
+            (metric, estimator, rule): view_arrays(self.metrics[metric], estimator, rule,
+                                                   self.columns.run_counts)
             for metric, estimator, rule in product(METRICS, ESTIMATORS, RULES)
         }
 
 
-def view_arrays(
-    state: MetricArrays, global_arrays: dict[str, np.ndarray], metric: str, estimator: str,
-    rule: str,
-) -> dict[str, np.ndarray]:
-    """One (metric, estimator, rule) as ``analysis_store.read_analysis`` assembles it."""
-    fields = {k: state.column(estimator, k)[0] for k in store.BLOCK_FIELDS}
-    return store.view(fields, global_arrays, metric, estimator, rule, store.view_keys(rule),
-                      window=WINDOW)
-
-
-def _paired(n: np.ndarray) -> np.ndarray:
-    return (n[:, :-1] >= MIN_RUNS) & (n[:, 1:] >= MIN_RUNS)
+def view_arrays(state: MetricArrays, estimator: str, rule: str, run_counts: np.ndarray
+                ) -> dict[str, np.ndarray]:
+    """One (metric, estimator, rule) as ``store.read_analysis`` assembles it."""
+    fields = {k: state.column(estimator if k not in store.SHIFT_FIELDS else ESTIMATORS[0],
+                              k)[0] for k in store.BLOCK_FIELDS}
+    return store.view(fields, estimator, rule, store.view_keys(rule), run_counts=run_counts)
 
 
 def compute(columns: Columns, stored: Stored | None) -> Computed:
     """The matrices of ``columns``, updating ``stored`` where it allows (see the module)."""
     p = plan(columns, stored)
     R = len(columns.release_ids)  # noqa: N806
-    # The segments rule needs every run of the series, on every update.
-    loaded = load_columns(columns, range(R))
+    counts = columns.run_counts
+    loaded = load_columns(columns, p.loaded)
     if p.full or stored is None:
         function_ids = _union_ids(loaded.values())
         base = 0
@@ -489,88 +491,32 @@ def compute(columns: Columns, stored: Stored | None) -> Computed:
         base = len(stored.function_ids)
     F = len(function_ids)  # noqa: N806
     rows_old, rows_new = slice(0, base), slice(base, F)
-    scattered = {c: _scatter(function_ids, loaded[c]) for c in range(R)}
+    scattered = {c: _scatter(function_ids, runs) for c, runs in loaded.items()}
+    every = np.ones(R, dtype=np.bool_)
     metrics: dict[str, MetricArrays] = {}
-    samples: dict[str, np.ndarray] = {}
     for m, metric in enumerate(METRICS):
         state = MetricArrays.empty(F, R, filled=not base)  # an update writes every cell
+
+        def block(c: int, rows: slice, m: int = m) -> np.ndarray:
+            if c in scattered:
+                return scattered[c][m][rows]
+            # Not loaded: only rows first seen now read it, and they were 0 µs there.
+            return np.zeros((rows.stop - rows.start, int(counts[c])))
+
         if base and stored is not None:
             _copy_base(state, stored.metrics[metric], rows_old, p)
-            _recompute(state, rows_old, lambda c, m=m: scattered[c][m][rows_old], p.loaded,
-                       p.changed, p.pairs, p.boundaries)
+            _release_and_pairs(state, rows_old, lambda c: block(c, rows_old), p.changed,
+                               p.pairs)
+            _shift(state, rows_old, lambda c: block(c, rows_old), p.boundaries, counts)
         if F > base:
-            # Rows first seen now: their whole rows (0 µs in the runs before they appeared).
-            every = np.ones(R, dtype=np.bool_)
-            _recompute(state, rows_new, lambda c, m=m: scattered[c][m][rows_new],
-                       list(range(R)), every, every[:-1], every[:-1])
+            # Rows first seen now: their whole rows (0 µs in the runs before they appeared;
+            # no verdict where a window holds none of their runs).
+            _release_and_pairs(state, rows_new, lambda c: block(c, rows_new), every,
+                               every[:-1])
+            _shift(state, rows_new, lambda c: block(c, rows_new), p.boundaries, counts)
+            _empty_shift(state, rows_new, ~p.boundaries, counts)
         metrics[metric] = state
-        samples[metric] = _padded([scattered[c][m] for c in range(R)])
-    return Computed(columns, function_ids, metrics, _globals(metrics, samples), p, R, base)
-
-
-def segment_arrays(state: MetricArrays, samples: np.ndarray) -> dict[str, np.ndarray]:
-    """The segments rule of one metric, as stored (``store.SEGMENT_MEMBERS``).
-
-    ``stats.releases.segment_verdicts`` of every run of the series (functions × releases ×
-    runs, NaN-padded), then as the other rules: ``appeared`` / ``vanished`` where a
-    function is absent from every run of a side (its absent releases, all 0 µs, are left
-    out of the segmentation and its tests), no verdict where a side has fewer than
-    ``MIN_RUNS`` runs. The minimum practical change is applied by readers, as for every
-    rule (``traces.selectors.stored_analysis``).
-    """
-    got = segment_verdicts(samples, fdr=FDR, min_relative_effect=MIN_RELATIVE_EFFECT,
-                           direction=DIRECTION)
-    # The paper verdict is appeared / vanished (or no change, absent on both sides) where
-    # a side is absent: the same for every rule.
-    absent = absent_releases(samples)
-    touching = absent[:, :-1] | absent[:, 1:]
-    code = np.where(touching, state.pair[ESTIMATORS[0]]["paper_verdict"], got.verdict)
-    verdict = np.where(_paired(state.n), code, NO_VERDICT).astype(np.int8)
-    at = np.flatnonzero(got.change)
-    return {
-        "segments.verdict": verdict,
-        "segments.at": at.astype(np.int64),
-        "segments.p": got.p_value.ravel()[at],
-        "segments.shift": got.shift.ravel()[at],
-    }
-
-
-def _globals(metrics: dict[str, MetricArrays], samples: dict[str, np.ndarray]
-             ) -> dict[str, np.ndarray]:
-    """The global steps: the recommended and segments rules' verdicts, every digression.
-
-    The q-values are not stored: readers compute them from the stored p-values
-    (``analysis_store.read_analysis``), the same function of the same numbers.
-    """
-    out: dict[str, np.ndarray] = {}
-    for metric, state in metrics.items():
-        paired = _paired(state.n)
-        # Only which q-values are <= FDR matters here (readers compute q-values).
-        rec_verdict = recommended_verdict_codes(
-            benjamini_hochberg_rejections(np.where(paired, state.window["p"], np.nan), FDR),
-            np.where(paired, state.window["z"], np.nan),
-            np.where(paired, state.window["shift"], np.nan),
-            paired, window=WINDOW, min_relative_effect=MIN_RELATIVE_EFFECT,
-            direction=DIRECTION,
-            # appeared / vanished: the same for every rule and both estimators
-            appearance=state.pair[ESTIMATORS[0]]["paper_verdict"],
-            adjacent=adjacent_change(state.release["median"]["estimate"]),
-        )
-        out[store.global_key(metric, "verdict")] = rec_verdict
-        segments = segment_arrays(state, samples[metric])
-        out |= {store.global_key(metric, k): v for k, v in segments.items()}
-        verdicts = {"paper": None, "recommended": rec_verdict,
-                    "segments": segments["segments.verdict"]}
-        for estimator, rule in product(ESTIMATORS, RULES):
-            rel = state.release[estimator]
-            verdict = verdicts[rule]
-            if verdict is None:
-                verdict = state.pair[estimator]["paper_verdict"]
-            lo, hi = store.SHOWN_INTERVAL[rule]
-            out[store.global_key(metric, f"{estimator}.{rule}.digression")] = (
-                digressions(verdict, rel[lo], rel[hi])
-            )
-    return out
+    return Computed(columns, function_ids, metrics, p, base)
 
 
 # --- the entry point -------------------------------------------------------------------
@@ -617,7 +563,7 @@ def _analyse(series: Series, force: bool) -> str:
         if R < 2:
             store.write(series, snapshot, None, None)
             _remember(series.pk, None)
-            return "fewer than two releases with two or more done runs: nothing to compare"
+            return "fewer than two releases with a done run: nothing to compare"
         if stored is not None and _unchanged(columns, stored):
             if store.move_snapshot(series, snapshot) == stored.generation:
                 stored.snapshot_at = snapshot
@@ -627,8 +573,7 @@ def _analyse(series: Series, force: bool) -> str:
         partial = not result.plan.full and stored is not None
         generation = store.write(series, snapshot, store.Write(
             columns.release_ids, result.function_ids, columns.run_ids, PARAMS, result.metrics,
-            result.global_arrays, columns=result.rewritten if partial else None,
-            tail_from=result.base_rows,
+            columns=result.rewritten if partial else None, tail_from=result.base_rows,
         ), stored.generation if partial and stored is not None else None)
     except store.NewerStoredError:
         return NEWER
@@ -640,8 +585,8 @@ def _analyse(series: Series, force: bool) -> str:
     changed = int(result.plan.changed.sum())
     return (
         f"{done} (incremental: {changed} release{'s' * (changed != 1)} changed, "
-        f"window tests from {len(result.plan.loaded)}, segments from all "
-        f"{result.loaded_releases} loaded, {len(result.rewritten)} rewritten)"
+        f"{int(result.plan.boundaries.sum())} boundaries judged from "
+        f"{len(result.plan.loaded)} loaded releases, {len(result.rewritten)} rewritten)"
     )
 
 

@@ -71,7 +71,7 @@ class SeriesOut(Schema):
 class SeriesSettingsIn(Schema):
     """What a series' owner may change; fields left out keep their value."""
 
-    default_rule: Literal["segments", "recommended", "paper"] | None = None
+    default_rule: Literal["shifts", "paper"] | None = None
     min_relative_change: float | None = Field(None, ge=0, le=10)
     min_absolute_change_us: float | None = Field(None, ge=0)
 
@@ -283,8 +283,9 @@ def compare_releases(
     return {
         "series": series.name, "base": result.base.version, "new": result.new.version,
         "metric": result.metric, "runs_base": result.runs_base, "runs_new": result.runs_new,
-        "test": result.test, "fdr": compare.FDR, "min_change": compare.MIN_CHANGE,
-        "min_change_us": compare.MIN_CHANGE_US, "counts": result.counts, "rows": result.rows,
+        "test": result.test, "fdr": compare.FDR, "min_change": series.min_relative_change,
+        "min_change_us": series.min_absolute_change_us, "counts": result.counts,
+        "rows": result.rows,
     }
 
 

@@ -67,9 +67,11 @@ GAP_FOR_MAX: Final = 1.0
 
 MATRIX_CUSTOMDATA: Final = ("url", "release_a", "estimate_a", "lo_a", "hi_a", "estimate_b",
                              "lo_b", "hi_b", "diff", "diff_lo", "diff_hi", "gap", "relative",
-                             "note")
-"""Columns of ``customdata`` of every matrix point (``relative``: ``diff / estimate_a``, the
-effect size; ``note``: deviation traces only)."""
+                             "p_value", "runs", "note")
+"""Columns of ``customdata`` of every matrix point: the two releases' estimates with their
+intervals, then the comparison behind the verdict (``diff`` with its interval, ``relative``:
+the effect size, ``p_value``, ``runs``: "n before vs n after"), the gap between the two
+releases' intervals; ``note``: deviation traces only."""
 
 
 class _Intervals(Protocol):
@@ -130,13 +132,13 @@ def unit_for(times_us: npt.ArrayLike) -> Unit:
 
 
 def marker_size(gap: npt.ArrayLike, estimate: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """Triangle diameter (px) of a deviation: area linear in the relative gap.
+    """Triangle diameter (px) of a deviation: area linear in the relative change.
 
-    ``r = min(|gap| / estimate(a), GAP_FOR_MAX) / GAP_FOR_MAX`` and
-    ``size = sqrt(SIZE_MIN² + (SIZE_MAX² - SIZE_MIN²) r)``: a zero gap (possible under
-    the recommended rule) gets ``SIZE_MIN``, a doubling or more ``SIZE_MAX``, and the
-    marker's area grows in proportion to the gap in between (Plotly sizes are
-    diameters). NaN or non-positive estimates get ``SIZE_MIN``.
+    ``r = min(|gap| / estimate, GAP_FOR_MAX) / GAP_FOR_MAX`` and
+    ``size = sqrt(SIZE_MIN² + (SIZE_MAX² - SIZE_MIN²) r)``: no change gets ``SIZE_MIN``,
+    a doubling or more ``SIZE_MAX``, and the marker's area grows in proportion to the
+    change in between (Plotly sizes are diameters). The matrix passes the verdict's
+    relative change and an estimate of 1. NaN or non-positive estimates get ``SIZE_MIN``.
     """
     g = np.abs(np.asarray(gap, dtype=np.float64))
     e = np.asarray(estimate, dtype=np.float64)
@@ -150,9 +152,8 @@ _HOVER_MATRIX = (
     "<b>%{y}</b><br>%{customdata[1]} → %{x}<br>"
     "before: %{customdata[2]:.4~g} [%{customdata[3]:.4~g}, %{customdata[4]:.4~g}] UNIT<br>"
     "after: %{customdata[5]:.4~g} [%{customdata[6]:.4~g}, %{customdata[7]:.4~g}] UNIT<br>"
-    "diff: %{customdata[8]:+.4~g} [%{customdata[9]:+.4~g}, %{customdata[10]:+.4~g}] UNIT"
-    " (%{customdata[12]:+.1%})<br>"
-    "gap: %{customdata[11]:+.4~g} UNIT<br>"
+    "change: %{customdata[8]:+.4~g} [%{customdata[9]:+.4~g}, %{customdata[10]:+.4~g}] UNIT"
+    " (%{customdata[12]:+.1%}), p = %{customdata[13]:.2~g}, %{customdata[14]}<br>"
 )
 
 # code -> (trace name, symbol, colour); order is the legend order.
@@ -193,6 +194,11 @@ def deviation_matrix(
     show: Literal["auto", "all", "deviations"] = "auto", unit: Unit = "ms",
     release_urls: Sequence[str] | None = None,
     provisional: npt.ArrayLike | None = None,
+    relative: npt.ArrayLike | None = None,
+    p_value: npt.ArrayLike | None = None,
+    n_before: npt.ArrayLike | None = None,
+    n_after: npt.ArrayLike | None = None,
+    early: npt.ArrayLike | None = None,
 ) -> Figure:
     """The deviation matrix of seed 003, Figure 9: functions × consecutive release pairs.
 
@@ -211,7 +217,11 @@ def deviation_matrix(
         of each of its points (``None`` when not given) for a click handler.
     provisional : bool array (F, R-1), optional
         Pairs whose verdict later releases may still change: a deviation's hover says
-        so.
+        so (and ``early``: those sent before they are final).
+    relative, p_value, n_before, n_after : arrays (F, R-1), optional
+        The comparison behind each verdict (``diff`` is its difference): its relative
+        change (default ``diff / estimate`` of the earlier release), p-value and the runs
+        on either side; the triangles are sized by ``|relative|``.
     show : {"auto", "all", "deviations"}
         ``"deviations"`` leaves out the non-significant overlaps (most cells of a large
         matrix and most of the payload; a subtitle says so). ``"auto"`` does so only
@@ -256,6 +266,18 @@ def deviation_matrix(
                       (("gap", gap), ("diff", diff), ("diff_lo", diff_lo), ("diff_hi", diff_hi)))
     est, elo, ehi = (_shape(n, a, (n_f, n_r)) for n, a in
                      (("estimate", estimate), ("lo", lo), ("hi", hi)))
+    if relative is None:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rel = d / np.abs(est[:, :-1])
+    else:
+        rel = _shape("relative", relative, pairs)
+    pv = np.full(pairs, np.nan) if p_value is None else _shape("p_value", p_value, pairs)
+    nb = (np.zeros(pairs, dtype=np.int64) if n_before is None
+          else _shape("n_before", n_before, pairs, np.int64))
+    na = (np.zeros(pairs, dtype=np.int64) if n_after is None
+          else _shape("n_after", n_after, pairs, np.int64))
+    soon = (np.zeros(pairs, dtype=np.bool_) if early is None
+            else _shape("early", early, pairs, np.bool_))
     if function_urls is not None and len(function_urls) != n_f:
         raise ValueError(f"function_urls must have {n_f} entries, got {len(function_urls)}")
     urls = [None] * n_f if function_urls is None else [_check_url(u) for u in function_urls]
@@ -276,8 +298,10 @@ def deviation_matrix(
         cols = [_json(a[fi, pi], per) for a in (est, elo, ehi)]
         cols += [_json(a[fi, pi + 1], per) for a in (est, elo, ehi)]
         cols += [_json(a[fi, pi], per) for a in (d, dlo, dhi, g)]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            cols.append(_json(d[fi, pi] / np.abs(est[fi, pi])))
+        cols.append(_json(rel[fi, pi]))
+        cols.append(_json(pv[fi, pi]))
+        cols.append([f"{b} runs before, {a} after" if a or b else "" for b, a in
+                     zip(nb[fi, pi].tolist(), na[fi, pi].tolist(), strict=True)])
         x = [rnames[p + 1] for p in pi.tolist()]
         y = [fnames[f] for f in fi.tolist()]
         lead = [[urls[f], rnames[p]] for f, p in zip(fi.tolist(), pi.tolist(), strict=True)]
@@ -285,13 +309,15 @@ def deviation_matrix(
         marker: dict[str, Any] = {"symbol": symbol, "color": color}
         template = hover + f"<b>{name}</b>"
         if code in (REGRESSION, IMPROVEMENT):
-            sizes = marker_size(g[fi, pi], est[fi, pi])
+            sizes = marker_size(rel[fi, pi], np.ones(len(fi)))
             marker["size"] = sizes.tolist()
             starts = dig[fi, pi]
-            for c, s, p in zip(custom, starts.tolist(), late[fi, pi].tolist(), strict=True):
+            for c, s, p, e in zip(custom, starts.tolist(), late[fi, pi].tolist(),
+                                  soon[fi, pi].tolist(), strict=True):
                 c.append((" · starts a digression (comes back later)" if s else "")
-                         + (" · provisional (later releases may change it)" if p else ""))
-            template += "%{customdata[13]}"
+                         + (" · early (sent before it is final)" if e else
+                            " · provisional (later releases may change it)" if p else ""))
+            template += "%{customdata[15]}"
             rings_x += [x[i] for i in np.flatnonzero(starts)]
             rings_y += [y[i] for i in np.flatnonzero(starts)]
             rings_size += (sizes[starts] + 6).tolist()

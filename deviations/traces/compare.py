@@ -22,12 +22,6 @@ from deviations.stats.twosample import TWO_SAMPLE_VERDICTS, compare_two
 from deviations.traces import selectors
 from deviations.traces.models import Release, Series
 
-MIN_CHANGE: Final = 0.10
-"""Smallest relative change (|new − base| / base) flagged: the recommended release rule's
-``min_relative_effect``. A series-level setting would replace it once series have one."""
-MIN_CHANGE_US: Final = 2.0
-"""Smallest absolute change (µs) flagged: Chrome's tracer counts whole microseconds, so a
-change of one or two ticks in a tiny function (3 → 4 µs is +33%) can be rounding alone."""
 FDR: Final = 0.05
 """False-discovery rate of the Benjamini–Hochberg step over the comparison's functions."""
 
@@ -123,9 +117,12 @@ def _number(x: float) -> float | None:
 
 def compare_releases(
     series: Series, base: str, new: str, metric: str = "self", *, test: str = "auto",
-    min_change: float = MIN_CHANGE, min_change_us: float = MIN_CHANGE_US, fdr: float = FDR,
+    min_change: float | None = None, min_change_us: float | None = None, fdr: float = FDR,
 ) -> ReleaseComparison:
     """Every function of two releases: medians, difference, test, verdict (µs).
+
+    ``min_change`` (relative) and ``min_change_us`` default to the series' minimum
+    practical change, the one the matrix, alerts and exports apply.
 
     Raises
     ------
@@ -158,6 +155,10 @@ def compare_releases(
         m = np.full((len(function_ids), n_runs), np.nan)
         m[[row[i] for i in ids]] = values
         matrices.append(m)
+    if min_change is None:
+        min_change = series.min_relative_change
+    if min_change_us is None:
+        min_change_us = series.min_absolute_change_us
     result = compare_two(matrices[0], matrices[1], fdr=fdr, min_relative_change=min_change,
                          min_absolute_change=min_change_us, test=test)  # type: ignore[arg-type]
     names = selectors.function_names(series)

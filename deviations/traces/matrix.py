@@ -19,39 +19,25 @@ import numpy as np
 
 from deviations.core import memo
 from deviations.stats.releases import IMPROVEMENT, REGRESSION
+from deviations.stats.releases.rules import (
+    DEFAULT_RULE,
+    RULE_NAMES,
+    RULES,
+    ReleaseRule,
+    get_rule,
+)
 from deviations.traces import selectors
 from deviations.traces.models import Series
 
 CHOICES = {
     "metric": ("self", "total"),
     "estimator": ("median", "mean"),
-    "rule": ("paper", "recommended", "segments"),
+    "rule": RULE_NAMES,
     "sort": ("deviations", "gap", "name"),
 }
-#: How pages name each rule (the selector adds "(default)" to the series' default).
-RULE_LABELS = {
-    "segments": "segmentation",
-    "recommended": "window rule",
-    "paper": "seed 003 paper rule",
-}
-#: What each rule decides with, in the matrix legend (docs/statistics.md §3, §5, §6c).
-RULE_LEGENDS = {
-    "segments": "segmentation: each function's runs split into levels by an optimal "
-    "penalised segmentation across releases, each change point confirmed by a Mann–Whitney "
-    "test of the segments on either side, false discovery rate 5%, a change of at least 10%",
-    "recommended": "window rule: Mann–Whitney test of the 3 releases on either side, false "
-    "discovery rate 5%, a change of at least 10%",
-    "paper": "seed 003 paper rule: the two intervals do not overlap and the difference's "
-    "interval excludes 0",
-}
-#: Why a rule's newest verdicts are provisional, in the page's note.
-RULE_PROVISIONAL = {
-    "segments": "later releases can still move the segmentation's change points",
-    "recommended": "their windows are not full yet; later releases may change them",
-    "paper": "",
-}
 PER_RELEASE = ("estimate", "lo", "hi", "n")
-PER_PAIR = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "digression", "provisional")
+PER_PAIR = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "p_value", "relative",
+            "digression", "early", "provisional", "first", "last", "n_before", "n_after")
 PER_PAGE = 100
 MAX_PER_PAGE = 2000
 
@@ -62,7 +48,7 @@ class MatrixQuery:
 
     metric: str = "self"
     estimator: str = "median"
-    rule: str = "paper"
+    rule: str = DEFAULT_RULE
     q: str = ""
     only: bool = False  # only functions with at least one deviation in the range
     sort: str = "deviations"
@@ -71,7 +57,7 @@ class MatrixQuery:
     page: int = 1
     per: int = PER_PAGE
     #: The series' default rule (not a control): what ``rule`` is when not asked for.
-    default_rule: str = "paper"
+    default_rule: str = DEFAULT_RULE
 
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> MatrixQuery:
@@ -102,22 +88,18 @@ class MatrixQuery:
     @property
     def rule_options(self) -> list[tuple[str, str, bool]]:
         """The rule selector: (value, label, selected), the series' default first."""
-        order = sorted(CHOICES["rule"], key=lambda r: (r != self.default_rule,
-                                                       list(RULE_LABELS).index(r)))
-        return [(r, RULE_LABELS[r] + (" (default)" if r == self.default_rule else ""),
+        order = sorted(RULE_NAMES, key=lambda r: (r != self.default_rule,
+                                                  RULE_NAMES.index(r)))
+        return [(r, RULES[r].label + (" (default)" if r == self.default_rule else ""),
                  r == self.rule) for r in order]
 
     @property
+    def the_rule(self) -> ReleaseRule:
+        return get_rule(self.rule)
+
+    @property
     def rule_label(self) -> str:
-        return RULE_LABELS[self.rule]
-
-    @property
-    def rule_legend(self) -> str:
-        return RULE_LEGENDS[self.rule]
-
-    @property
-    def rule_provisional(self) -> str:
-        return RULE_PROVISIONAL[self.rule]
+        return self.the_rule.label
 
     def params(self, **changes: Any) -> str:
         """The query string of these controls with ``changes``; defaults are left out.
@@ -131,8 +113,8 @@ class MatrixQuery:
         items = {
             key: ("1" if value is True else value)
             for key, value in vars(query).items()
-            # The rule is kept unless it is "paper" and the series' default, so that a
-            # permalink keeps its rule when the series' default changes.
+            # The rule is kept unless it is the series' default... and the package's, so
+            # that a permalink keeps its rule when the series' default changes.
             if value != getattr(defaults, key) or (key == "rule" and value != self.default_rule)
         }
         return urlencode(items | extra)
@@ -149,7 +131,7 @@ class MatrixSlice:
     arrays: dict[str, np.ndarray]  # per release (F, R) and per pair (F, R-1), shown part only
     regressions: np.ndarray  # per shown function, in the range
     improvements: np.ndarray
-    largest_gap: np.ndarray  # per shown function, |gap| relative to the earlier estimate
+    largest_gap: np.ndarray  # per shown function, its largest deviation's |relative| change
 
 
 @dataclass(frozen=True)
@@ -188,12 +170,11 @@ def _assembled(series: Series, query: MatrixQuery) -> _Assembled | None:
 
 def _ranks(found: dict[str, np.ndarray], start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
     """Per function, in the columns ``start:stop``: the number of deviations and the
-    largest gap relative to the earlier estimate (0 without a deviation)."""
+    largest |relative| change of a deviation (the rule's own comparison; 0 without one)."""
     pairs = slice(start, stop - 1)
     verdict = found["verdict"][:, pairs]
     deviation = (verdict == REGRESSION) | (verdict == IMPROVEMENT)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        relative = np.abs(found["gap"][:, pairs]) / np.abs(found["estimate"][:, start : stop - 1])
+    relative = np.abs(found["relative"][:, pairs])
     relative = np.where(deviation & np.isfinite(relative), relative, 0.0)
     return deviation.sum(axis=1), relative.max(axis=1, initial=0.0)
 

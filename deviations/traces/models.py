@@ -10,24 +10,29 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
 
 from deviations.core import packing, versions
 from deviations.core.forms import validated
 from deviations.core.models import Annotation
+from deviations.stats.releases.rules import DEFAULT_RULE, RULE_NAMES, RULES
 
 if TYPE_CHECKING:  # numpy is imported where arrays are made, not when Django starts
     import numpy as np
 
 
 #: The rules a series can show by default, with the words pages use for them
-#: (docs/statistics.md: §3 paper, §5 recommended, §6c segments).
-RULE_CHOICES = [
-    ("segments", "segmentation (default)"),
-    ("recommended", "window rule"),
-    ("paper", "seed 003 paper rule"),
-]
+#: (``deviations.stats.releases.RULES``; docs/statistics.md).
+RULE_CHOICES = [(name, RULES[name].label) for name in RULE_NAMES]
+
+
+#: Default minimum practical change of a new series (docs/statistics.md, "Minimum practical
+#: change": chosen from the false flags and recall measured at each setting).
+MIN_RELATIVE_CHANGE = 0.02
+#: Chrome's trace clock counts whole microseconds: a change under 2 µs is one or two ticks.
+MIN_ABSOLUTE_CHANGE_US = 2.0
 
 
 def _validate_series_name(value: str) -> None:
@@ -45,20 +50,24 @@ class Series(models.Model):
     description = models.TextField(blank=True)
     created = models.DateTimeField(auto_now_add=True)
     #: The rule pages, exports and alerts use unless asked for another one
-    #: (docs/statistics.md, "Comparing releases"): the segmentation unless set.
+    #: (docs/statistics.md, "Comparing releases"): the level-shift rule unless set.
     default_rule = models.CharField(
-        max_length=20, default="segments", choices=RULE_CHOICES,
+        max_length=20, default=DEFAULT_RULE, choices=RULE_CHOICES,
         help_text="what pages, exports and alerts show unless a page or export asks for "
         "another rule",
     )
     #: The minimum practical change: a significant change smaller than either threshold
-    #: is "significant, not a deviation" (docs/statistics.md says how the defaults were
-    #: chosen from the TracerBench runs and the simulation).
+    #: is "significant, not a deviation", in the matrix, compare view, alerts and exports
+    #: alike (docs/statistics.md says how the defaults were chosen by measurement).
     min_relative_change = models.FloatField(
-        default=0.10, help_text="fraction of the earlier release's estimate (0.10 = 10%)",
+        default=MIN_RELATIVE_CHANGE,
+        validators=[MinValueValidator(0.0), MaxValueValidator(10.0)],
+        help_text="fraction of the level before the change (0.02 = 2%); 0 keeps every "
+        "significant change",
     )
     min_absolute_change_us = models.FloatField(
-        default=20.0, help_text="microseconds",
+        default=MIN_ABSOLUTE_CHANGE_US, validators=[MinValueValidator(0.0)],
+        help_text="microseconds; 0 keeps every significant change",
     )
 
     class Meta:
@@ -229,23 +238,19 @@ class RunTimes(models.Model):
 
 
 class SeriesAnalysis(models.Model):
-    """The stored analysis of a series: its shape, bookkeeping and the global matrices.
+    """The stored analysis of a series: its shape and the bookkeeping of updates.
 
     One row per series. Rows of the matrices are ``function_ids`` (in the order they were
     first analysed: a full recompute sorts them, an update appends new functions), columns
-    ``release_ids`` (the releases with at least two done runs, in series order). The
-    per-release and per-pair numbers live in :class:`AnalysisBlock` rows; this row holds
-    what changes everywhere when one release arrives: ``global_arrays``, an ``.npz`` of, per
-    metric, ``<metric>.verdict`` (the recommended rule's verdicts, which depend on
-    Benjamini–Hochberg over the whole matrix; its q-values are recomputed by readers from
-    the stored p-values), functions × (releases - 1), column ``r-1`` for the pair
-    ``r-1 → r``, and per (metric, estimator, rule) ``<metric>.<estimator>.<rule>.digression``
-    (the flat indices of the pairs that start a digression). Bookkeeping of incremental
-    updates: ``run_ids`` (the done runs of every column, in load order, split by
-    ``run_counts``) and ``params`` (confidence, window, fdr, min_relative_effect).
-    ``generation`` is a random token that changes with every write: an update computed from
-    one generation is stored only onto it, and readers check that it did not change while
-    they read (docs/architecture.md, "Analysis: stored matrices, incremental updates").
+    ``release_ids`` (the releases with at least one done run, in series order). The numbers
+    live in :class:`AnalysisBlock` rows: every verdict depends on a bounded window of
+    releases, so nothing is global. Bookkeeping of incremental updates: ``run_ids`` (the
+    done runs of every column, in load order, split by ``run_counts``, which also say which
+    verdicts are still provisional) and ``params`` (confidence, the version of what the
+    stored arrays mean). ``generation`` is a random token that changes with every write:
+    an update computed from one generation is stored only onto it, and readers check that
+    it did not change while they read (docs/architecture.md, "Analysis: stored matrices,
+    incremental updates").
     """
 
     series = models.OneToOneField(Series, on_delete=models.CASCADE, related_name="analysis")
@@ -255,7 +260,6 @@ class SeriesAnalysis(models.Model):
     run_ids = models.BinaryField()
     run_counts = models.BinaryField()
     params = models.BinaryField()
-    global_arrays = models.BinaryField()
     # The analysis saw every run that finished before this instant.
     snapshot_at = models.DateTimeField()
 
@@ -272,14 +276,15 @@ class AnalysisBlock(models.Model):
     One block per (metric, estimator, release) covers rows ``row_start .. row_start +
     rows`` of the matrix (usually all; a release analysed before new functions arrived
     gets a second block for their rows). Each field is a packed little-endian array of
-    ``rows`` values: per release ``estimate``, ``lo``, ``hi`` (the estimator's interval),
-    ``order_lo``, ``order_hi`` (the interval the recommended rule shows: order statistics
-    for the median, the same as ``lo``/``hi`` for the mean), ``n`` (int64); for the pair
-    ending at this release (empty in the first column):
-    ``gap``, ``diff``, ``diff_lo``, ``diff_hi``, ``paper_p``, ``paper_verdict`` (int8 codes
-    of ``deviations.stats.releases``), and the recommended rule's window tests ``z``, ``p``
-    (raw, before Benjamini–Hochberg) and ``shift``. A new release rewrites its own blocks and
-    those of the few releases whose pairs or windows it touches, never the whole matrix.
+    ``rows`` values: per release ``estimate``, ``lo``, ``hi`` (the estimator's interval; no
+    interval for one run), ``order_lo``, ``order_hi`` (the interval the shift rule shows:
+    order statistics for the median, the same as ``lo``/``hi`` for the mean), ``n``
+    (int64); for the pair ending at this release (empty in the first column): ``gap``,
+    ``diff``, ``diff_lo``, ``diff_hi``, ``paper_p``, ``paper_verdict`` (int8 codes of
+    ``deviations.stats.releases``: the paper rule), and in the median blocks the shift
+    rule's comparison at that boundary (``traces.store.SHIFT_FIELDS``). A new release
+    rewrites its own blocks and those of the releases whose windows hold it (or are still
+    provisional), never the whole matrix.
     """
 
     series = models.ForeignKey(Series, on_delete=models.CASCADE, related_name="+")
@@ -300,9 +305,17 @@ class AnalysisBlock(models.Model):
     diff_hi = models.BinaryField()
     paper_p = models.BinaryField()
     paper_verdict = models.BinaryField()
-    z = models.BinaryField()
-    p = models.BinaryField()
-    shift = models.BinaryField()
+    shift_verdict = models.BinaryField(default=b"")
+    shift_diff = models.BinaryField(default=b"")
+    shift_lo = models.BinaryField(default=b"")
+    shift_hi = models.BinaryField(default=b"")
+    shift_p = models.BinaryField(default=b"")
+    shift_before = models.BinaryField(default=b"")
+    shift_reach_before = models.BinaryField(default=b"")
+    shift_reach_after = models.BinaryField(default=b"")
+    shift_n_before = models.BinaryField(default=b"")
+    shift_n_after = models.BinaryField(default=b"")
+    shift_flags = models.BinaryField(default=b"")
 
     class Meta:
         constraints = [

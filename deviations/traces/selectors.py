@@ -14,6 +14,8 @@ from deviations.stats.releases import (
     IMPROVEMENT,
     NO_VERDICT,
     REGRESSION,
+    digressions,
+    get_rule,
     practical_verdicts,
     verdict_name,
 )
@@ -70,21 +72,22 @@ def releases_with_counts(series: Series) -> list[Release]:
 
 def releases_lacking_runs(series: Series,
                           releases: list[Release] | None = None) -> list[dict[str, Any]]:
-    """Releases with fewer than ``MIN_RUNS`` done runs, in series order: no interval, so
-    they are not columns of the analysis (their neighbours are compared with each other).
-    ``releases``: ``releases_with_counts(series)`` when the caller has it already.
+    """Releases with no done run yet, in series order: nothing measured, so they are not
+    columns of the analysis (their neighbours are compared with each other). A release
+    with one run is a column: the shift rule judges it (the paper rule needs two runs a
+    side). ``releases``: ``releases_with_counts(series)`` when the caller has it already.
     """
     if releases is None:
         releases = releases_with_counts(series)
     return [{"version": r.version, "runs_done": r.runs_done, "url": r.get_absolute_url()}
-            for r in releases if r.runs_done < MIN_RUNS]
+            for r in releases if r.runs_done < 1]
 
 
 def lacking_runs_by_series() -> dict[int, list[str]]:
-    """Per series id, the versions with fewer than ``MIN_RUNS`` done runs (one query)."""
+    """Per series id, the versions with no done run (one query)."""
     found = (
         Release.objects.annotate(done=Count("runs", filter=Q(runs__status=Run.DONE)))
-        .filter(done__lt=MIN_RUNS).order_by("series_id", "sort_key", "id")
+        .filter(done__lt=1).order_by("series_id", "sort_key", "id")
         .values_list("series_id", "version")
     )
     out: dict[int, list[str]] = {}
@@ -170,25 +173,42 @@ def stored_analysis(
 ) -> dict[str, np.ndarray] | None:
     """The stored matrices of one (metric, estimator, rule), or None before any analysis.
 
-    ``keys`` limits the arrays decoded (``release_ids`` and ``function_ids`` always come).
-    Verdicts (and digressions) are those left by the series' minimum practical change
-    (``stats.releases.practical_verdicts``): every page, export and alert reads them here.
+    ``keys`` limits the arrays decoded (``release_ids``, ``function_ids`` and
+    ``run_counts`` always come). Verdicts are those left by the series' minimum practical
+    change, applied here and nowhere else to the comparison behind each verdict (``diff``
+    against ``before``: ``stats.releases.practical_verdicts``); digressions and early
+    marks follow. Every page, export and alert reads them here.
     """
     wanted = None if keys is None else list(keys)
     if wanted is not None and "verdict" in wanted:
-        wanted += ["diff", "estimate"]
+        wanted += ["diff", "before"]
+        if rule == "paper" and "digression" in wanted:
+            wanted += ["lo", "hi"]
     found = read_analysis(series, metric, estimator, rule, wanted)
     if found is None or "verdict" not in found:
         return found
     verdict = practical_verdicts(
-        found["verdict"], found["diff"], found["estimate"][:, :-1],
+        found["verdict"], found["diff"], found["before"],
         min_relative=series.min_relative_change, min_absolute=series.min_absolute_change_us,
     )
     found["verdict"] = verdict
+    deviation = (verdict == REGRESSION) | (verdict == IMPROVEMENT)
     if "digression" in found:
-        found["digression"] = found["digression"] & ((verdict == REGRESSION)
-                                                     | (verdict == IMPROVEMENT))
+        found["digression"] = (digressions(verdict, found["lo"], found["hi"])
+                               if rule == "paper" else found["digression"] & deviation)
+    if "early" in found:
+        found["early"] = found["early"] & deviation
     return found
+
+
+def final_since(series: Series, rule: str, run_counts: np.ndarray, versions: list[str]
+                ) -> tuple[list[str | None], list[int]]:
+    """Per boundary: the release whose arrival made its verdict final (None while it is
+    provisional), and at most how many more releases it waits for (0 when final)."""
+    the_rule = get_rule(rule)
+    final_at = the_rule.final_at(run_counts)
+    return ([versions[int(c)] if c >= 0 else None for c in final_at],
+            the_rule.releases_to_final(run_counts).tolist())
 
 
 def analysis_generation(series: Series) -> int | None:
@@ -203,15 +223,16 @@ def release_versions(release_ids: np.ndarray) -> list[str]:
 
 
 class NotAnalysedError(LookupError):
-    """The series has no stored analysis (fewer than two releases with two runs, or none yet)."""
+    """The series has no stored analysis (fewer than two releases with a done run, or none
+    yet)."""
 
 
 def _analysis_or_raise(series: Series, metric: str, estimator: str, rule: str) -> dict[str, Any]:
     found = stored_analysis(series, metric, estimator, rule)
     if found is None:
         raise NotAnalysedError(
-            f"series {series.name!r} has no analysis yet: it needs two releases with at least "
-            f"two done runs each (then `python manage.py analyse --series {series.name}`)"
+            f"series {series.name!r} has no analysis yet: it needs two releases with a done "
+            f"run (then `python manage.py analyse --series {series.name}`)"
         )
     return found
 
@@ -272,11 +293,17 @@ def _numbers(values: np.ndarray) -> list[float | None]:
 
 
 DEVIATION_FIELDS = ("function", "from_release", "to_release", "verdict", "gap", "diff",
-                    "diff_lo", "diff_hi", "relative", "digression", "provisional")
+                    "diff_lo", "diff_hi", "relative", "p_value", "runs_before", "runs_after",
+                    "digression", "early", "provisional", "final_within")
 
 
 class DeviationCell(msgspec.Struct):
-    """One exported cell (DESIGN's deviations fields, µs), as the JSON encoder takes it."""
+    """One exported cell (DESIGN's deviations fields, µs), as the JSON encoder takes it.
+
+    ``diff`` (later − earlier) with its interval, ``relative``, ``p_value`` and the runs of
+    each side are the comparison behind the verdict; ``provisional``: later releases may
+    still change it, at most ``final_within`` more releases (0: final); ``early``: a
+    provisional deviation alerted before it is final."""
 
     function: str
     from_release: str
@@ -287,8 +314,13 @@ class DeviationCell(msgspec.Struct):
     diff_lo: float | None
     diff_hi: float | None
     relative: float | None
+    p_value: float | None
+    runs_before: int
+    runs_after: int
     digression: bool
+    early: bool
     provisional: bool
+    final_within: int
 
 
 def _cell_columns(functions: list[str], versions: list[str], arrays: dict[str, Any]
@@ -308,19 +340,15 @@ def _cell_columns(functions: list[str], versions: list[str], arrays: dict[str, A
         [versions[p + 1] for p in pair_list],
         [names[code] for code in codes.tolist()],
         *(_numbers(np.asarray(arrays[k][rows, pairs], dtype=np.float64))
-          for k in ("gap", "diff", "diff_lo", "diff_hi")),
-        # The effect size diff / |estimate before| (0.25 = +25%), None when undefined.
-        _numbers(_relative_array(arrays["diff"][rows, pairs], arrays["estimate"][rows, pairs])),
+          for k in ("gap", "diff", "diff_lo", "diff_hi", "relative", "p_value")),
+        np.asarray(arrays["n_before"][rows, pairs], dtype=np.int64).tolist(),
+        np.asarray(arrays["n_after"][rows, pairs], dtype=np.int64).tolist(),
         np.asarray(arrays["digression"][rows, pairs], dtype=bool).tolist(),
-        # may still change as later releases arrive (stats.releases.provisional_pairs)
+        np.asarray(arrays["early"][rows, pairs], dtype=bool).tolist(),
+        # may still change as later releases arrive (stats.releases.ReleaseRule.final_at)
         np.asarray(arrays["provisional"][rows, pairs], dtype=bool).tolist(),
+        np.asarray(arrays["final_within"][rows, pairs], dtype=np.int64).tolist(),
     )
-
-
-def _relative_array(diff: Any, before: Any) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.asarray(diff, dtype=np.float64) / np.abs(np.asarray(before, dtype=np.float64))
-    return np.where(np.isfinite(r), r, np.nan)
 
 
 def deviation_cells(
@@ -342,16 +370,10 @@ def deviation_cells_json(functions: list[str], versions: list[str], arrays: dict
     return msgspec.json.encode([DeviationCell(*cell) for cell in zip(*columns, strict=True)])
 
 
-def _relative(diff: Any, before: Any) -> float | None:
-    """The effect size ``diff / |estimate before|`` (0.25 = +25%), None when undefined."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        value = float(np.float64(diff) / np.abs(np.float64(before)))
-    return value if np.isfinite(value) else None
-
-
 FUNCTION_FIELDS = ["release", "n", "median", "median_lo", "median_hi", "mean", "mean_lo",
-                   "mean_hi", "verdict", "diff", "diff_lo", "diff_hi", "relative", "gap",
-                   "digression", "provisional"]
+                   "mean_hi", "verdict", "diff", "diff_lo", "diff_hi", "relative", "p_value",
+                   "runs_before", "runs_after", "compared_from", "compared_to", "gap",
+                   "digression", "early", "provisional", "final_within"]
 
 
 @dataclass(frozen=True)
@@ -396,7 +418,9 @@ def function_detail(
     *, with_samples: bool = False,
 ) -> FunctionDetail | None:
     per_release = ("estimate", "lo", "hi", "n")
-    per_pair = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "digression", "provisional")
+    per_pair = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "digression", "provisional",
+                "relative", "p_value", "n_before", "n_after", "first", "last", "early",
+                "final_within")
     med = stored_analysis(series, metric, "median", rule,
                           per_release + per_pair * (estimator == "median"))
     mean = stored_analysis(series, metric, "mean", rule,
@@ -412,29 +436,40 @@ def function_detail(
     rows = []
     for r, version in enumerate(versions):
         row: dict[str, Any] = {
-            "release": version, "n": int(med["n"][f, r]),
+            "release": version, "previous": versions[r - 1] if r else None,
+            "n": int(med["n"][f, r]),
             "median": _number(med["estimate"][f, r]), "median_lo": _number(med["lo"][f, r]),
             "median_hi": _number(med["hi"][f, r]), "mean": _number(mean["estimate"][f, r]),
             "mean_lo": _number(mean["lo"][f, r]), "mean_hi": _number(mean["hi"][f, r]),
             "verdict": None, "diff": None, "diff_lo": None, "diff_hi": None, "gap": None,
-            "relative": None, "digression": False, "provisional": False,
+            "relative": None, "p_value": None, "runs_before": None, "runs_after": None,
+            "compared_from": None, "compared_to": None, "digression": False, "early": False,
+            "provisional": False, "final_within": None,
         }
-        if r > 0 and chosen["verdict"][f, r - 1] != NO_VERDICT:
+        p = r - 1
+        if r > 0 and chosen["verdict"][f, p] != NO_VERDICT:
             row.update(
-                verdict=verdict_name(int(chosen["verdict"][f, r - 1])),
-                diff=_number(chosen["diff"][f, r - 1]),
-                diff_lo=_number(chosen["diff_lo"][f, r - 1]),
-                diff_hi=_number(chosen["diff_hi"][f, r - 1]),
-                relative=_relative(chosen["diff"][f, r - 1], chosen["estimate"][f, r - 1]),
-                gap=_number(chosen["gap"][f, r - 1]),
-                digression=bool(chosen["digression"][f, r - 1]),
-                provisional=bool(chosen["provisional"][f, r - 1]),
+                verdict=verdict_name(int(chosen["verdict"][f, p])),
+                diff=_number(chosen["diff"][f, p]),
+                diff_lo=_number(chosen["diff_lo"][f, p]),
+                diff_hi=_number(chosen["diff_hi"][f, p]),
+                relative=_number(chosen["relative"][f, p]),
+                p_value=_number(chosen["p_value"][f, p]),
+                runs_before=int(chosen["n_before"][f, p]),
+                runs_after=int(chosen["n_after"][f, p]),
+                compared_from=versions[int(chosen["first"][f, p])],
+                compared_to=versions[int(chosen["last"][f, p])],
+                gap=_number(chosen["gap"][f, p]),
+                digression=bool(chosen["digression"][f, p]),
+                early=bool(chosen["early"][f, p]),
+                provisional=bool(chosen["provisional"][f, p]),
+                final_within=int(chosen["final_within"][f, p]),
             )
         rows.append(row)
     samples = narrowing = None
     if with_samples:
         samples = function_samples(series, function.pk, metric, med["release_ids"])
-        narrowing = _narrowing(samples, versions, chosen["gap"][f])
+        narrowing = _narrowing(samples, versions, chosen["relative"][f])
     return FunctionDetail(
         releases=versions,
         median=(med["estimate"][f], med["lo"][f], med["hi"][f]),
@@ -468,14 +503,14 @@ def function_samples(
 
 
 def _narrowing(
-    samples: list[list[float]], versions: list[str], gap: np.ndarray
+    samples: list[list[float]], versions: list[str], relative: np.ndarray
 ) -> tuple[list[int], list[float], list[float], list[float], str] | None:
     """Seed 003, Figure 10: the median CI of one release from its first k runs, k = 2..n.
 
-    The release is the one after the largest deviation gap (else the one with most runs).
+    The release is the one after the largest relative change (else the one with most runs).
     """
-    if np.any(np.isfinite(gap) & (gap != 0)):
-        r = int(np.nanargmax(np.abs(np.where(np.isfinite(gap), gap, 0.0)))) + 1
+    if np.any(np.isfinite(relative) & (relative != 0)):
+        r = int(np.nanargmax(np.abs(np.where(np.isfinite(relative), relative, 0.0)))) + 1
     else:
         r = int(np.argmax([len(s) for s in samples]))
     runs = samples[r]
@@ -489,17 +524,17 @@ def _narrowing(
 def release_changes(release: Release, metric: str, estimator: str, rule: str) -> dict[str, Any]:
     """Deviations of this release against the previous analysed one, largest first."""
     found = stored_analysis(release.series, metric, estimator, rule)
-    empty: dict[str, Any] = {"previous": None, "rows": [], "regressions": [], "improvements": []}
+    empty: dict[str, Any] = {"previous": None, "rows": [], "regressions": [], "improvements": [],
+                             "provisional": False, "early": False, "final_within": 0}
     if found is None:
         return empty
     where = np.flatnonzero(found["release_ids"] == release.pk)
     if len(where) == 0 or where[0] == 0:
         return empty
     p = int(where[0]) - 1
-    versions = release_versions(found["release_ids"][p : p + 2])
+    all_versions = release_versions(found["release_ids"])
+    versions = all_versions[p : p + 2]
     verdict = found["verdict"][:, p]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        relative = np.abs(found["gap"][:, p]) / np.abs(found["estimate"][:, p])
     rows = []
     deviating = np.flatnonzero((verdict == REGRESSION) | (verdict == IMPROVEMENT))
     names = function_names(release.series, found["function_ids"][deviating])
@@ -511,15 +546,24 @@ def release_changes(release: Release, metric: str, estimator: str, rule: str) ->
             "verdict": verdict_name(int(verdict[f])),
             "gap": _number(found["gap"][f, p]), "diff": _number(found["diff"][f, p]),
             "diff_lo": _number(found["diff_lo"][f, p]), "diff_hi": _number(found["diff_hi"][f, p]),
+            "relative": _number(found["relative"][f, p]),
+            "p_value": _number(found["p_value"][f, p]),
+            "runs_before": int(found["n_before"][f, p]),
+            "runs_after": int(found["n_after"][f, p]),
+            "compared_from": all_versions[int(found["first"][f, p])],
+            "compared_to": all_versions[int(found["last"][f, p])],
             "digression": bool(found["digression"][f, p]),
-            "relative": _relative(found["diff"][f, p], found["estimate"][f, p]),
-            "relative_gap": float(relative[f]) if np.isfinite(relative[f]) else None,
+            "early": bool(found["early"][f, p]),
+            "provisional": bool(found["provisional"][f, p]),
+            "final_within": int(found["final_within"][f, p]),
         })
-    rows.sort(key=lambda row: -(row["relative_gap"] or 0.0))
+    rows.sort(key=lambda row: -(abs(row["relative"] or 0.0)))
     return {
         "previous": versions[0], "rows": rows,
         "regressions": [r for r in rows if r["verdict"] == "regression"][:50],
         "improvements": [r for r in rows if r["verdict"] == "improvement"][:50],
+        "provisional": bool(found["provisional"][0, p]) if len(verdict) else False,
+        "final_within": int(found["final_within"][0, p]) if len(verdict) else 0,
     }
 
 

@@ -16,10 +16,8 @@ with psycopg's binary protocol (Django's cursors read bytea as hex text: ~3× sl
 
 from __future__ import annotations
 
-import io
 import itertools
 import secrets
-import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,71 +30,92 @@ from django.db import connection, transaction
 from django.db.models import Count, QuerySet
 
 from deviations.core.db import lz4_toast
-from deviations.stats.intervals import MIN_RUNS
-from deviations.stats.multiple import benjamini_hochberg
-from deviations.stats.releases import interval_gap, provisional_pairs
+from deviations.stats.releases import RULE_NAMES, digressions, get_rule, interval_gap
+from deviations.stats.releases import RULES as RULES_BY_NAME
 from deviations.traces.models import AnalysisBlock, Series, SeriesAnalysis
 
 METRICS = ("self", "total")
 ESTIMATORS = ("median", "mean")
-RULES = ("paper", "recommended", "segments")
+RULES = RULE_NAMES
 
 # Fields of a block and their dtypes. Per release: the estimator's interval and n; per
-# pair (the pair ending at the block's release): the difference, the paper rule's verdict
-# and p-value, and the recommended rule's raw window tests.
+# pair (the pair ending at the block's release): the difference of the two releases'
+# estimates, the paper rule's verdict and p-value; per boundary (the same pair), the shift
+# rule's comparison, which does not depend on the estimator (stored in the median blocks).
 RELEASE_FIELDS = ("estimate", "lo", "hi", "order_lo", "order_hi")
-#: The interval limits each rule shows (and tests digressions with): Olive's for the
-#: paper rule (seed 003), the order-statistic interval for the recommended and the
-#: segments rules.
-SHOWN_INTERVAL = {"paper": ("lo", "hi"), "recommended": ("order_lo", "order_hi"),
-                  "segments": ("order_lo", "order_hi")}
+#: The release interval each rule shows (and tests the paper rule's digressions with):
+#: Olive's for the paper rule (seed 003), the order-statistic interval for the shift rule.
+SHOWN_INTERVAL = {name: (("lo", "hi") if rule.interval == "olive" else ("order_lo", "order_hi"))
+                  for name, rule in RULES_BY_NAME.items()}
 PAIR_FIELDS = ("gap", "diff", "diff_lo", "diff_hi", "paper_p", "paper_verdict")
-WINDOW_FIELDS = ("z", "p", "shift")
-BLOCK_FIELDS = (*RELEASE_FIELDS, "n", *PAIR_FIELDS, *WINDOW_FIELDS)
+#: The shift rule's comparison at each boundary (``stats.releases.shift_verdicts``):
+#: verdict before the minimum practical change, Hodges–Lehmann shift and interval,
+#: p-value, median before, how far the two sides reach (releases before the boundary's
+#: earlier release, after its later one), runs on each side, and flags (1: a change of
+#: level, 2: a digression, 4: early).
+SHIFT_FIELDS = ("shift_verdict", "shift_diff", "shift_lo", "shift_hi", "shift_p",
+                "shift_before", "shift_reach_before", "shift_reach_after", "shift_n_before",
+                "shift_n_after", "shift_flags")
+SHIFT_CHANGE, SHIFT_DIGRESSION, SHIFT_EARLY = 1, 2, 4
+BLOCK_FIELDS = (*RELEASE_FIELDS, "n", *PAIR_FIELDS, *SHIFT_FIELDS)
 DTYPES = {name: np.dtype("<f8") for name in BLOCK_FIELDS} | {
-    "n": np.dtype("<i8"), "paper_verdict": np.dtype("i1"),
+    "n": np.dtype("<i8"), "paper_verdict": np.dtype("i1"), "shift_verdict": np.dtype("i1"),
+    "shift_reach_before": np.dtype("<i4"), "shift_reach_after": np.dtype("<i4"),
+    "shift_n_before": np.dtype("<i4"), "shift_n_after": np.dtype("<i4"),
+    "shift_flags": np.dtype("u1"),
 }
+_FILL = {"paper_verdict": -1, "shift_verdict": -1, "n": 0, "shift_reach_before": 0,
+         "shift_reach_after": 0, "shift_n_before": 0, "shift_n_after": 0, "shift_flags": 0}
 _BLOCK_COLUMNS = ("series_id", "release_id", "metric", "estimator", "row_start", "rows",
                   *BLOCK_FIELDS)
 _SUMMARY_COLUMNS = ("series_id", "generation", "release_ids", "function_ids", "run_ids",
-                    "run_counts", "params", "global_arrays", "snapshot_at")
+                    "run_counts", "params", "snapshot_at")
+
+
+def per_pair(field: str) -> bool:
+    """Whether a block field belongs to the pair ending at the block's release."""
+    return field in PAIR_FIELDS or field in SHIFT_FIELDS
+
+
+def fill(field: str) -> float:
+    """The value of a field where nothing was computed."""
+    return float(_FILL.get(field, np.nan))
 
 
 @dataclass
 class MetricArrays:
     """Everything stored per block for one metric, as whole (functions × columns) arrays.
 
-    ``release[estimator]``: estimate, lo, hi (functions × releases); ``n``; ``pair[estimator]``:
-    gap, diff, diff_lo, diff_hi, paper_p, paper_verdict (functions × pairs); ``window``: the
-    recommended rule's raw z, p, shift (functions × boundaries).
+    ``release[estimator]``: estimate, lo, hi, order_lo, order_hi (functions × releases);
+    ``n``; ``pair[estimator]``: gap, diff, diff_lo, diff_hi, paper_p, paper_verdict
+    (functions × pairs); ``shift``: the shift rule's comparison at each boundary
+    (:data:`SHIFT_FIELDS`, functions × boundaries).
     """
 
     release: dict[str, dict[str, np.ndarray]]
     n: np.ndarray
     pair: dict[str, dict[str, np.ndarray]]
-    window: dict[str, np.ndarray]
+    shift: dict[str, np.ndarray]
 
     @classmethod
     def empty(cls, F: int, R: int, *, filled: bool = True) -> MetricArrays:  # noqa: N803
-        """Arrays for an F × R matrix: NaN (n 0, verdicts -1), or uninitialised when the
-        caller writes every cell (``filled=False``: an update, whose equality with a full
-        recompute the tests check, so an unwritten cell could not go unnoticed)."""
+        """Arrays for an F × R matrix: their fill values (NaN, n 0, verdicts -1), or
+        uninitialised when the caller writes every cell (``filled=False``: an update, whose
+        equality with a full recompute the tests check, so an unwritten cell could not go
+        unnoticed)."""
         P = max(R - 1, 0)  # noqa: N806
 
-        def make(cols: int, fill: float, dtype: type = np.float64) -> np.ndarray:
+        def make(field: str, cols: int) -> np.ndarray:
+            dtype = DTYPES[field].newbyteorder("=")
             if filled:
-                return np.full((F, cols), fill, dtype=dtype)
+                return np.full((F, cols), fill(field), dtype=dtype)
             return np.empty((F, cols), dtype=dtype)
 
         return cls(
-            release={e: {k: make(R, np.nan) for k in RELEASE_FIELDS} for e in ESTIMATORS},
-            n=make(R, 0, np.int64),
-            pair={
-                e: {k: make(P, np.nan) for k in PAIR_FIELDS[:-1]}
-                | {"paper_verdict": make(P, -1, np.int8)}
-                for e in ESTIMATORS
-            },
-            window={k: make(P, np.nan) for k in WINDOW_FIELDS},
+            release={e: {k: make(k, R) for k in RELEASE_FIELDS} for e in ESTIMATORS},
+            n=make("n", R),
+            pair={e: {k: make(k, P) for k in PAIR_FIELDS} for e in ESTIMATORS},
+            shift={k: make(k, P) for k in SHIFT_FIELDS},
         )
 
     def column(self, estimator: str, field: str) -> tuple[np.ndarray, int]:
@@ -108,7 +127,7 @@ class MetricArrays:
             return self.n, 0
         if field in PAIR_FIELDS:
             return self.pair[estimator][field], 1
-        return self.window[field], 1
+        return self.shift[field], 1
 
 
 @dataclass
@@ -137,7 +156,6 @@ class Write:
     run_ids: tuple[np.ndarray, ...]
     params: np.ndarray
     metrics: dict[str, MetricArrays]
-    global_arrays: dict[str, np.ndarray]
     columns: Sequence[int] | None = None
     tail_from: int = 0
 
@@ -153,51 +171,8 @@ class NewerStoredError(Exception):
 # --- encoding -------------------------------------------------------------------------
 
 
-def npz(arrays: dict[str, np.ndarray]) -> bytes:
-    """An ``.npz`` with fixed member dates, so equal arrays give equal bytes."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for key, value in arrays.items():
-            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            with zf.open(info, "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, np.ascontiguousarray(value),
-                                          allow_pickle=False)
-    return buffer.getvalue()
-
-
-def _unnpz(data: bytes, keys: Iterable[str] | None = None) -> dict[str, np.ndarray]:
-    with np.load(io.BytesIO(data), allow_pickle=False) as found:
-        wanted = found.files if keys is None else [k for k in keys if k in found.files]
-        return {key: found[key] for key in wanted}
-
-
 def _ints(data: Any) -> np.ndarray:
     return np.frombuffer(bytes(data), dtype="<i8")
-
-
-def global_key(metric: str, what: str) -> str:
-    """Member names of ``SeriesAnalysis.global_arrays``."""
-    return f"{metric}.{what}"
-
-
-_SPARSE = ".digression"
-
-
-def _sparse(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Boolean arrays (digressions: rare) stored as the flat indices of their True cells."""
-    return {k: np.flatnonzero(v).astype("<i8") if k.endswith(_SPARSE) else v
-            for k, v in arrays.items()}
-
-
-def _dense(arrays: dict[str, np.ndarray], shape: tuple[int, int]) -> dict[str, np.ndarray]:
-    out = {}
-    for key, value in arrays.items():
-        if key.endswith(_SPARSE):
-            flags = np.zeros(shape[0] * shape[1], dtype=np.bool_)
-            flags[value] = True
-            value = flags.reshape(shape)
-        out[key] = value
-    return out
 
 
 # --- database helpers -----------------------------------------------------------------
@@ -258,7 +233,8 @@ def _blocks(
                                   stop - start]
                 for field in BLOCK_FIELDS:
                     array, offset = state.column(estimator, field)
-                    if c - offset < 0:
+                    # The shift rule does not depend on the estimator: median blocks only.
+                    if c - offset < 0 or (field in SHIFT_FIELDS and estimator != ESTIMATORS[0]):
                         row.append(b"")
                     else:
                         values = array[start:stop, c - offset]
@@ -311,7 +287,7 @@ def write(series: Series, snapshot: datetime, w: Write | None, base: int | None)
             w.release_ids.astype("<i8").tobytes(), w.function_ids.astype("<i8").tobytes(),
             np.concatenate(w.run_ids).astype("<i8").tobytes(),
             np.array([len(r) for r in w.run_ids], dtype="<i8").tobytes(),
-            w.params.astype("<f8").tobytes(), npz(_sparse(w.global_arrays)), snapshot,
+            w.params.astype("<f8").tobytes(), snapshot,
         ]])
     return generation
 
@@ -386,10 +362,8 @@ def _assemble(
     column = {int(rid): c for c, rid in enumerate(release_ids)}
     out: dict[str, np.ndarray] = {}
     for field in fields:
-        per_pair = field in PAIR_FIELDS or field in WINDOW_FIELDS
-        shape = (F, max(R - 1, 0)) if per_pair else (F, R)
-        fill = -1 if field == "paper_verdict" else (0 if field == "n" else np.nan)
-        out[field] = np.full(shape, fill, dtype=DTYPES[field].newbyteorder("="))
+        shape = (F, max(R - 1, 0)) if per_pair(field) else (F, R)
+        out[field] = np.full(shape, fill(field), dtype=DTYPES[field].newbyteorder("="))
     covered = np.zeros(R, dtype=np.int64)
     for release_id, row_start, rows, *values in found:
         c = column.get(int(release_id))
@@ -397,10 +371,10 @@ def _assemble(
             return None
         covered[c] += rows
         for field, data in zip(fields, values, strict=True):
-            per_pair = field in PAIR_FIELDS or field in WINDOW_FIELDS
-            if per_pair and c == 0:
+            offset = per_pair(field)
+            if offset and c == 0:
                 continue
-            out[field][row_start : row_start + rows, c - per_pair] = np.frombuffer(
+            out[field][row_start : row_start + rows, c - offset] = np.frombuffer(
                 bytes(data), dtype=DTYPES[field]
             )
     if not np.all(covered == F):
@@ -426,7 +400,7 @@ def read_state(series_id: int) -> Stored | None:
         for metric in METRICS:
             per_estimator = {}
             for estimator in ESTIMATORS:
-                # n and the window tests do not depend on the estimator: read them once.
+                # n and the shift rule do not depend on the estimator: read them once.
                 fields = BLOCK_FIELDS if estimator == ESTIMATORS[0] else (
                     *RELEASE_FIELDS, *PAIR_FIELDS
                 )
@@ -445,7 +419,7 @@ def read_state(series_id: int) -> Stored | None:
                 release={e: {k: a[k] for k in RELEASE_FIELDS} for e, a in per_estimator.items()},
                 n=median["n"],
                 pair={e: {k: a[k] for k in PAIR_FIELDS} for e, a in per_estimator.items()},
-                window={k: median[k] for k in WINDOW_FIELDS},
+                shift={k: median[k] for k in SHIFT_FIELDS},
             )
         return Stored(
             generation=gen,
@@ -463,131 +437,140 @@ def read_state(series_id: int) -> Stored | None:
         return None  # incomplete: the caller recomputes everything
 
 
-# What each key of a (metric, estimator, rule) view reads: a block field, or a member of
-# the global arrays; the recommended rule's window statistics are masked by ``paired``.
-PER_RELEASE_KEYS = ("estimate", "lo", "hi", "n")
-PER_PAIR_KEYS = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "p_value", "q_value",
-                 "digression", "provisional")
-RECOMMENDED_KEYS = ("z", "shift")
-#: The segments rule's own statistic: the relative shift between the two segments a
-#: change point separates (NaN at boundaries without one).
-SEGMENT_KEYS = ("shift",)
-RULE_KEYS = {"paper": (), "recommended": RECOMMENDED_KEYS, "segments": SEGMENT_KEYS}
+# --- views: what pages read ---------------------------------------------------------
 
-#: Global members of the segments rule, per metric (``global_key(metric, ...)``): the
-#: verdict codes (functions × pairs, int8), and at the change points only (``at``: flat
-#: indices into functions × pairs, rare) the Mann–Whitney p-value of the two segments and
-#: their shift. The whole rule is recomputed with every analysis.
-SEGMENT_MEMBERS = ("segments.verdict", "segments.at", "segments.p", "segments.shift")
+PER_RELEASE_KEYS = ("estimate", "lo", "hi", "n")
+#: Per pair, the numbers of the comparison behind the rule's verdict (the same for
+#: matrix, function page, release page, alerts and exports): ``diff`` with its interval,
+#: ``p_value``, ``before`` (what ``relative`` divides by), ``gap`` between the two releases'
+#: shown intervals, ``provisional``/``early`` and the two sides' ``first``/``last`` release
+#: (column indices) and runs.
+PER_PAIR_KEYS = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "p_value", "before",
+                 "relative", "change", "digression", "early", "provisional", "final_within",
+                 "first", "last", "n_before", "n_after")
 
 
 def view_keys(rule: str) -> tuple[str, ...]:
-    return PER_RELEASE_KEYS + PER_PAIR_KEYS + RULE_KEYS[rule]
+    get_rule(rule)
+    return PER_RELEASE_KEYS + PER_PAIR_KEYS
 
 
-def _sources(metric: str, estimator: str, rule: str, wanted: Sequence[str]
-             ) -> tuple[list[str], list[str]]:
-    """The block fields and the global members that the keys ``wanted`` are made of."""
-    recommended, segments = rule == "recommended", rule == "segments"
-    ordered = rule != "paper"  # the order-statistic interval
-    fields: list[str] = []
-    members: list[str] = []
+def _sources(estimator: str, rule: str, wanted: Sequence[str]) -> list[str]:
+    """The block fields the keys ``wanted`` of a view are made of."""
+    order = RULES_BY_NAME[rule].interval == "order"
+    paper = rule == "paper"
+    fields: list[str] = ["n"]  # the shape, and the paper rule's paired releases
     for key in wanted:
-        if ordered and key in ("lo", "hi"):
-            fields.append(f"order_{key}")
-        elif ordered and key == "gap":
-            fields += ["order_lo", "order_hi", "n"]
-        elif key in PER_RELEASE_KEYS or key in ("gap", "diff", "diff_lo", "diff_hi"):
+        if key in ("lo", "hi"):
+            fields.append(f"order_{key}" if order else key)
+        elif key in ("estimate", "n"):
             fields.append(key)
-        elif key == "verdict" and rule == "paper":
-            fields.append("paper_verdict")
-        elif key == "verdict":
-            members.append(global_key(metric, "verdict" if recommended else "segments.verdict"))
-        elif key in ("p_value", "q_value") and rule == "paper":
+        elif key == "gap":
+            fields += ["order_lo", "order_hi"] if order else ["gap"]
+        elif paper and key in ("verdict", "digression"):
+            fields += ["paper_verdict", "lo", "hi", "diff", "estimate"]
+        elif paper and key in ("diff", "diff_lo", "diff_hi"):
+            fields.append(key)
+        elif paper and key == "p_value":
             fields.append("paper_p")
-        elif key in ("p_value", "q_value") and recommended:
-            fields += ["p", "n"]
-        elif key in ("p_value", "q_value", "shift") and segments:
-            fields.append("n")  # for the shape
-            members += [global_key(metric, "segments.at"), global_key(metric, "segments.p"
-                        if key != "shift" else "segments.shift")]
-        elif key in RECOMMENDED_KEYS and recommended:
-            fields += [key, "n"]
-    if "digression" in wanted:
-        members.append(global_key(metric, f"{estimator}.{rule}.digression"))
-    if "provisional" in wanted:
-        fields.append("n")  # for the shape, when nothing else is asked
-    return list(dict.fromkeys(fields)), list(dict.fromkeys(members))
-
-
-def _at_change_points(global_arrays: Mapping[str, np.ndarray], metric: str, what: str,
-                      shape: tuple[int, int]) -> np.ndarray:
-    """The segments rule's ``what`` (``p`` or ``shift``) as functions × pairs: its value at
-    the change points, NaN elsewhere."""
-    out = np.full(shape[0] * shape[1], np.nan)
-    out[global_arrays[global_key(metric, "segments.at")]] = global_arrays[
-        global_key(metric, f"segments.{what}")]
-    return out.reshape(shape)
+        elif paper and key in ("before", "relative"):
+            fields += ["estimate", "diff"]
+        elif not paper and key in PER_PAIR_KEYS:
+            fields += list(SHIFT_FIELDS)
+    return list(dict.fromkeys(fields))
 
 
 def view(
-    fields: Mapping[str, np.ndarray], global_arrays: Mapping[str, np.ndarray], metric: str,
-    estimator: str, rule: str, wanted: Sequence[str], *, window: int,
+    fields: Mapping[str, np.ndarray], estimator: str, rule: str, wanted: Sequence[str], *,
+    run_counts: np.ndarray,
 ) -> dict[str, np.ndarray]:
     """The keys ``wanted`` of one (metric, estimator, rule) from block fields (whole
-    functions × columns arrays) and global arrays: what pages read, and what the analysis
-    computed (``analysis.Computed.arrays``), by one mapping.
+    functions × columns arrays): what pages read, and what the analysis computed
+    (``analysis.Computed.arrays``), by one mapping.
 
-    The recommended rule's window statistics are masked where a pair has fewer than
-    ``MIN_RUNS`` runs on a side; its q-values are Benjamini–Hochberg over the stored
-    p-values, as the analysis did (not stored: one sort here saves rewriting 1.6 MB per
-    metric with every new release); the paper rule has none (NaN). The segments rule's
-    p-values and shifts are those of its change points (NaN elsewhere); its q-values are
-    Benjamini–Hochberg over every boundary, those without a change point counting as
-    ``p = 1`` (``stats.releases.segment_verdicts``), shown at the change points.
-    ``provisional`` marks the cells whose verdict later releases may still change
-    (``stats.releases.provisional_pairs`` with the analysis's ``window``).
+    ``run_counts`` (runs of each column) say which boundaries are still provisional
+    (``stats.releases.ReleaseRule.final_at``). Verdicts are before the series' minimum
+    practical change (``traces.selectors.stored_analysis`` applies it, and the paper rule's
+    digressions after it).
     """
-    recommended, segments = rule == "recommended", rule == "segments"
-    ordered = rule != "paper"
-    if "n" in fields:
-        n = fields["n"]
-        paired = (n[:, :-1] >= MIN_RUNS) & (n[:, 1:] >= MIN_RUNS)
-        pairs_shape = (n.shape[0], max(n.shape[1] - 1, 0))
+    the_rule = get_rule(rule)
+    order = the_rule.interval == "order"
+    n = fields["n"]
+    F, R = n.shape  # noqa: N806
+    pairs_shape = (F, max(R - 1, 0))
+    final_at = the_rule.final_at(run_counts) if R else np.zeros(0, dtype=np.int64)
+    provisional = np.broadcast_to(final_at < 0, pairs_shape)
     out: dict[str, np.ndarray] = {}
     for key in wanted:
-        if ordered and key in ("lo", "hi"):
-            out[key] = fields[f"order_{key}"]
-        elif ordered and key == "gap":
-            lo, hi = fields["order_lo"], fields["order_hi"]
-            out[key] = np.where(paired, interval_gap(lo[:, :-1], hi[:, :-1], lo[:, 1:],
-                                                     hi[:, 1:]), np.nan)
-        elif key in PER_RELEASE_KEYS or key in ("gap", "diff", "diff_lo", "diff_hi"):
+        if key in ("lo", "hi"):
+            out[key] = fields[f"order_{key}" if order else key]
+        elif key in ("estimate", "n"):
             out[key] = fields[key]
-        elif key == "verdict":
-            out[key] = (fields["paper_verdict"] if rule == "paper" else global_arrays[
-                global_key(metric, "verdict" if recommended else "segments.verdict")])
-        elif key in ("p_value", "q_value", "shift") and segments:
-            at = _at_change_points(global_arrays, metric,
-                                   "shift" if key == "shift" else "p", pairs_shape)
-            if key == "q_value":
-                at = np.where(np.isnan(at), np.nan,
-                              benjamini_hochberg(np.where(np.isnan(at), 1.0, at)))
-            out[key] = at
-        elif key == "p_value":
-            out[key] = np.where(paired, fields["p"], np.nan) if recommended else fields["paper_p"]
-        elif key == "q_value":
-            out[key] = (benjamini_hochberg(np.where(paired, fields["p"], np.nan)) if recommended
-                        else np.full(fields["paper_p"].shape, np.nan))
-        elif key == "digression":
-            out[key] = global_arrays[global_key(metric, f"{estimator}.{rule}.digression")]
-        elif key in RECOMMENDED_KEYS and recommended:
-            out[key] = np.where(paired, fields[key], np.nan)
+        elif key == "gap":
+            out[key] = (interval_gap(fields["order_lo"][:, :-1], fields["order_hi"][:, :-1],
+                                     fields["order_lo"][:, 1:], fields["order_hi"][:, 1:])
+                        if order else fields["gap"])
         elif key == "provisional":
-            F, R = fields["n"].shape  # noqa: N806
-            late = provisional_pairs(max(R - 1, 0), rule, window)  # type: ignore[arg-type]
-            out[key] = np.broadcast_to(late, (F, len(late))).copy()
+            out[key] = provisional.copy()
+        elif key == "final_within":
+            out[key] = np.broadcast_to(the_rule.releases_to_final(run_counts),
+                                       pairs_shape).copy()
+        elif rule == "paper":
+            out |= _paper_key(fields, key, pairs_shape)
+        else:
+            out |= _shift_key(fields, key, pairs_shape)
     return out
+
+
+def _paper_key(fields: Mapping[str, np.ndarray], key: str, shape: tuple[int, int]
+               ) -> dict[str, np.ndarray]:
+    if key == "verdict":
+        return {key: fields["paper_verdict"]}
+    if key in ("diff", "diff_lo", "diff_hi"):
+        return {key: fields[key]}
+    if key == "p_value":
+        return {key: fields["paper_p"]}
+    if key == "before":
+        return {key: fields["estimate"][:, :-1]}
+    if key == "relative":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = fields["diff"] / np.abs(fields["estimate"][:, :-1])
+        return {key: np.where(np.isfinite(r), r, np.nan)}
+    if key == "digression":  # recomputed by readers after the minimum practical change
+        return {key: digressions(fields["paper_verdict"], fields["lo"], fields["hi"])}
+    if key in ("change", "early"):
+        return {key: np.zeros(shape, dtype=np.bool_)}
+    if key in ("n_before", "n_after"):
+        n = fields["n"]
+        return {key: (n[:, :-1] if key == "n_before" else n[:, 1:]).astype(np.int64)}
+    if key in ("first", "last"):
+        cols = np.arange(shape[1], dtype=np.int64) + (key == "last")
+        return {key: np.broadcast_to(cols, shape).copy()}
+    raise KeyError(key)
+
+
+def _shift_key(fields: Mapping[str, np.ndarray], key: str, shape: tuple[int, int]
+               ) -> dict[str, np.ndarray]:
+    flags = fields["shift_flags"]
+    simple = {"verdict": "shift_verdict", "diff": "shift_diff", "diff_lo": "shift_lo",
+              "diff_hi": "shift_hi", "p_value": "shift_p", "before": "shift_before"}
+    if key in simple:
+        return {key: fields[simple[key]]}
+    if key == "relative":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = fields["shift_diff"] / np.abs(fields["shift_before"])
+        return {key: np.where(np.isfinite(r), r, np.nan)}
+    bits = {"change": SHIFT_CHANGE, "digression": SHIFT_DIGRESSION, "early": SHIFT_EARLY}
+    if key in bits:
+        return {key: (flags & bits[key]) != 0}
+    if key in ("n_before", "n_after"):
+        return {key: fields[f"shift_{key}"].astype(np.int64)}
+    cols = np.arange(shape[1], dtype=np.int64)
+    if key == "first":
+        return {key: cols - fields["shift_reach_before"]}
+    if key == "last":
+        return {key: cols + 1 + fields["shift_reach_after"]}
+    raise KeyError(key)
 
 
 def read_analysis(
@@ -595,42 +578,46 @@ def read_analysis(
 ) -> dict[str, np.ndarray] | None:
     """The matrices of one (metric, estimator, rule), or None before any analysis.
 
-    Keys as in :func:`view_keys` (``keys`` limits them; ``release_ids`` and
-    ``function_ids`` always come), rows sorted by function id. Only the block fields the
+    Keys as in :func:`view_keys` (``keys`` limits them; ``release_ids``, ``function_ids``
+    and ``run_counts`` always come), rows sorted by function id. Only the block fields the
     keys need are read.
     """
-    if rule not in RULES:
-        raise ValueError(f"unknown rule {rule!r}")
     wanted = [k for k in (view_keys(rule) if keys is None else keys) if k in view_keys(rule)]
-    fields, members = _sources(metric, estimator, rule, wanted)
+    fields = _sources(estimator, rule, wanted)
+    shift_fields = [f for f in fields if f in SHIFT_FIELDS]
+    own_fields = [f for f in fields if f not in SHIFT_FIELDS]
 
-    def read() -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray],
-                        dict[str, np.ndarray]] | None:
+    def read() -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]] | None:
         head = binary_values(SeriesAnalysis.objects.filter(series_id=series.pk),
-                             ("release_ids", "function_ids", "global_arrays", "params"))
+                             ("release_ids", "function_ids", "run_counts"))
         if not head:
             return None
         release_ids, function_ids = _ints(head[0][0]), _ints(head[0][1])
-        window = int(np.frombuffer(bytes(head[0][3]), dtype="<f8")[1])
-        found = binary_values(
-            AnalysisBlock.objects.filter(series_id=series.pk, metric=metric,
-                                         estimator=estimator),
-            ("release_id", "row_start", "rows", *fields),
-        )
-        got = _assemble(len(function_ids), release_ids, found, fields)
-        if got is None:
-            return None
-        shape = (len(function_ids), max(len(release_ids) - 1, 0))
-        return (release_ids, function_ids, got,
-                _dense(_unnpz(bytes(head[0][2]), members), shape), window)
+        run_counts = _ints(head[0][2])
+        got: dict[str, np.ndarray] = {}
+        # The shift rule's fields live in the median blocks whatever the estimator.
+        for est, names in ((estimator, own_fields), (ESTIMATORS[0], shift_fields)):
+            if not names:
+                continue
+            found = binary_values(
+                AnalysisBlock.objects.filter(series_id=series.pk, metric=metric,
+                                             estimator=est),
+                ("release_id", "row_start", "rows", *names),
+            )
+            part = _assemble(len(function_ids), release_ids, found, names)
+            if part is None:
+                return None
+            got |= part
+        return release_ids, function_ids, run_counts, got
 
     read_back = _read_consistent(series.pk, read)
     if read_back is None:
         return None
-    release_ids, function_ids, got, global_arrays, window = read_back
-    out = view(got, global_arrays, metric, estimator, rule, wanted, window=window)
+    release_ids, function_ids, run_counts, got = read_back
+    out = view(got, estimator, rule, wanted, run_counts=run_counts)
     if len(function_ids) > 1 and np.any(np.diff(function_ids) < 0):
         order = np.argsort(function_ids, kind="stable")
         function_ids = function_ids[order]
         out = {k: v[order] for k, v in out.items()}
-    return out | {"release_ids": release_ids, "function_ids": function_ids}
+    return out | {"release_ids": release_ids, "function_ids": function_ids,
+                  "run_counts": run_counts}

@@ -19,7 +19,6 @@ from deviations.core.errors import UserError
 from deviations.core.pagecache import shared_page
 from deviations.core.tables import write_csv
 from deviations.core.text import plotly_text
-from deviations.stats.intervals import MIN_RUNS
 from deviations.traces import annotations as notes
 from deviations.traces import charts, compare, selectors
 from deviations.traces.matrix import MatrixQuery, cell_rows, cells_json, matrix_slice, range_problem
@@ -27,8 +26,9 @@ from deviations.traces.models import Function, Release, ReleaseAnnotation, Run, 
 
 SERIES_FIELDS = ["series", "releases", "runs", "latest_from", "latest_to", "regressions",
                  "improvements", "newest_not_compared", "releases_lacking_runs"]
-DEVIATION_FIELDS = ["function", "from_release", "to_release", "verdict", "gap", "diff",
-                    "diff_lo", "diff_hi", "relative", "digression", "provisional"]
+DEVIATION_FIELDS = list(selectors.DEVIATION_FIELDS)
+RELEASE_CHANGE_FIELDS = [*DEVIATION_FIELDS[:-2], "compared_from", "compared_to",
+                         *DEVIATION_FIELDS[-2:]]
 
 
 def _table_response(rows: Iterable[dict[str, Any]], fields: list[str], fmt: str,
@@ -116,8 +116,9 @@ def _series_context(request: HttpRequest, series: Series, query: MatrixQuery,
             view.function_names, view.releases, a["verdict"], a["gap"], a["diff"],
             a["diff_lo"], a["diff_hi"], a["estimate"], a["lo"], a["hi"], a["digression"],
             urls, title=f"{query.metric} time, {query.estimator}, {query.rule_label}",
-            release_urls=release_urls,
-            provisional=a["provisional"],
+            release_urls=release_urls, provisional=a["provisional"], relative=a["relative"],
+            p_value=a["p_value"], n_before=a["n_before"], n_after=a["n_after"],
+            early=a["early"],
         )
         notes.add_marks(figure, series, {v: plotly_text(v) for v in view.releases[1:]},
                         annotations)
@@ -132,8 +133,9 @@ def _series_context(request: HttpRequest, series: Series, query: MatrixQuery,
         "releases": releases,
         "range_problem": range_problem(query, [r.version for r in releases]),
         "lacking": selectors.releases_lacking_runs(series, releases),
+        "one_run": sum(r.runs_done == 1 for r in releases),
         "provisional_pairs": int(view.arrays["provisional"].any(axis=0).sum()) if view else 0,
-        "min_runs": MIN_RUNS,
+        "final_within": int(view.arrays["final_within"].max(initial=0)) if view else 0,
         "permalink": request.path + ("?" + query.params() if query.params() else ""),
         "export_csv": "?" + query.params(format="csv"),
         "export_json": "?" + query.params(format="json"),
@@ -200,13 +202,12 @@ def release_detail(request: HttpRequest, name: str, version: str) -> HttpRespons
     fmt = request.GET.get("format")
     if fmt in ("csv", "json"):
         rows = [dict(c, url=None) for c in changes["rows"]]
-        return _table_response(rows, DEVIATION_FIELDS, fmt, f"{name}-{version}-changes")
+        return _table_response(rows, RELEASE_CHANGE_FIELDS, fmt, f"{name}-{version}-changes")
     context = {
         "release": release, "series": release.series, "query": query, "changes": changes,
         "runs": release.runs.order_by("created", "id"),
         "table": selectors.release_function_table(release),
         "runs_done": release.runs.filter(status=Run.DONE).count(),
-        "min_runs": MIN_RUNS,
         "permalink": request.get_full_path(),
         "export_csv": "?" + query.params(format="csv"),
         "export_json": "?" + query.params(format="json"),
@@ -244,8 +245,8 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
     context = {
         "series": series, "query": query, "result": result, "rows": rows, "error": error,
         "releases": selectors.releases_with_counts(series),
-        "fdr": compare.FDR, "min_change_pct": round(100 * compare.MIN_CHANGE),
-        "min_change_us": compare.MIN_CHANGE_US,
+        "fdr": compare.FDR, "min_change": series.min_relative_change,
+        "min_change_us": series.min_absolute_change_us,
         "shows": compare.SHOW, "sorts": compare.SORTS,
         "permalink": request.path + ("?" + query.params() if query.params() else ""),
         "export_csv": "?" + query.params(format="csv"),

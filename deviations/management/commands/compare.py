@@ -35,12 +35,13 @@ class Command(base.Command):
             "enough for it to pass the false-discovery control, else Welch's",
         )
         parser.add_argument(
-            "--min-change", type=float, default=compare.MIN_CHANGE,
-            help=f"smallest relative change flagged (default {compare.MIN_CHANGE}: 10%%)",
+            "--min-change", type=float, default=None,
+            help="smallest relative change flagged (default: the series' minimum practical "
+            "change, as the matrix and alerts apply it)",
         )
         parser.add_argument(
-            "--min-change-us", type=float, default=compare.MIN_CHANGE_US,
-            help=f"smallest absolute change flagged, µs (default {compare.MIN_CHANGE_US})",
+            "--min-change-us", type=float, default=None,
+            help="smallest absolute change flagged, µs (default: the series' setting)",
         )
         parser.add_argument("--format", choices=["json", "csv"], default="json")
 

@@ -7,6 +7,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from deviations.management import base
 from deviations.management.output import write_rows
+from deviations.stats.releases.rules import RULE_NAMES
 from deviations.traces import selectors
 from deviations.traces.models import Series
 
@@ -14,8 +15,7 @@ FIELDS = {
     "selftimes": ["release", "run", "function", "self_us", "total_us", "calls"],
     "stats": ["release", "function", "n", "median", "median_lo", "median_hi", "mean", "mean_lo",
               "mean_hi"],
-    "deviations": ["function", "from_release", "to_release", "verdict", "gap", "diff", "diff_lo",
-                   "diff_hi", "relative", "digression", "provisional"],
+    "deviations": list(selectors.DEVIATION_FIELDS),
 }
 
 
@@ -24,14 +24,17 @@ class Command(base.Command):
         "Write a series' data to standard output, in microseconds. "
         "selftimes: one row per run and function (release, run = the file name given at "
         "ingest, function, self_us, total_us, calls). stats: per release and function, n and "
-        "the median and mean with their confidence intervals. deviations: per function and "
-        "consecutive release pair, the verdict (regression, improvement, significant_overlap, "
-        "nonsignificant_overlap, appeared, vanished: absent from every run of the earlier or "
-        "later release), gap, diff = later - earlier with its interval, relative = diff / "
-        "the earlier estimate (0.25 = +25%), "
-        "digression (true on the pair that starts a temporary deviation) and provisional "
-        "(true when later releases may still change the verdict). stats and deviations "
-        "read the stored analysis (see `analyse`)."
+        "the median and mean with their confidence intervals (none for one run). "
+        "deviations: per function and consecutive release pair, the verdict (regression, "
+        "improvement, significant_overlap, nonsignificant_overlap, appeared, vanished: "
+        "absent from every run of the earlier or later side, never compared as 0 µs) after "
+        "the series' minimum practical change, and the comparison behind it: diff = later - "
+        "earlier with its interval, relative = diff / the level before (0.25 = +25%), "
+        "p_value, runs_before and runs_after compared; gap between the two releases' "
+        "intervals; digression (true on the pair that starts a temporary deviation), early "
+        "(alerted before it is final), provisional (later releases may still change it) "
+        "and final_within (at most how many more releases until it is final; 0 when "
+        "final). stats and deviations read the stored analysis (see `analyse`)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -42,11 +45,12 @@ class Command(base.Command):
             help="stats and deviations: self time or total time (default self)",
         )
         parser.add_argument(
-            "--rule", choices=["paper", "recommended", "segments"], default=None,
-            help="deviations: seed 003's two conditions (paper), the window rule "
-            "(recommended) or the segmentation confirmed by rank tests (segments; "
-            "docs/statistics.md); default: the series' setting (segments unless changed in "
-            "the admin or the API)",
+            "--rule", choices=list(RULE_NAMES), default=None,
+            help="deviations: the level-shift rule (shifts: each boundary judged from a "
+            "window of releases around it, one-run releases included, final once the "
+            "releases after it exist) or seed 003's two conditions (paper: two runs a "
+            "side); docs/statistics.md. Default: the series' setting (shifts unless "
+            "changed in the admin or the API)",
         )
         parser.add_argument(
             "--estimator", choices=["median", "mean"], default="median",

@@ -1,0 +1,482 @@
+r"""The shift rule (``shifts``): each boundary judged from a bounded window, final after it.
+
+For the boundary between releases ``b`` and ``b+1`` the rule reads only a window of
+releases around it (:func:`shift_windows`): the releases after it until they hold
+:data:`RUNS_AFTER` runs (at least :data:`MIN_AFTER`, at most :data:`MAX_AFTER` releases)
+and the releases before it until they hold :data:`RUNS_BEFORE` runs (at most
+:data:`MAX_BEFORE`). Once the releases after it exist, nothing later can change its
+verdict: it is *final*. Before that it is judged on the releases there are
+(*provisional*), and a provisional deviation with overwhelming evidence is marked
+*early*.
+
+Within the window (:func:`shift_verdicts`):
+
+1. **Levels.** The window's runs are segmented into levels by the penalised
+   empirical-distribution segmentation of :func:`.segmentation.optimal_segments` (Zou et
+   al. 2014; Haynes, Fearnhead & Eckley 2017), which places each change of level on the
+   boundary that explains the runs best: one step gives one change point, a 2-release
+   digression two.
+2. **One comparison.** The runs of the level before the boundary (from the window's
+   previous change point, or its start) are compared with the runs of the level after it
+   (to the next change point, or the window's end): Mann–Whitney's test (exact where
+   :mod:`..ranks` says so), the Hodges–Lehmann shift ``diff`` (the median of the pairwise
+   differences later − earlier, µs) and its distribution-free confidence interval
+   (Moses 1965; Hollander & Wolfe 1999 §4.3), which is the inversion of the same test.
+   ``relative`` is ``diff`` over the median of the runs before.
+3. **Verdict.** A change point whose test has ``p <= alpha`` and whose interval excludes
+   0 is a deviation: a regression or an improvement by the sign of ``diff`` and the
+   metric's direction (so a regression always has ``diff > 0`` for lower-is-better
+   metrics, and its interval excludes 0). Significant but not a change point (or an
+   interval touching 0): ``significant_overlap``; otherwise ``nonsignificant_overlap``.
+   The minimum practical change is applied by readers with
+   :func:`.codes.practical_verdicts` on the same ``diff`` and ``before``.
+
+Every number shown beside a verdict comes from that one comparison. Runs of 0 µs (the
+function was not called in that run) are left out; a function with no run above 0 in the
+whole part of the window before the boundary, and one in the release after it, has
+``appeared``; one measured in the release before and in no run after it (to the window's
+end) has ``vanished``.
+
+The rule judges one-run releases too: a boundary's sides are levels of several releases.
+Its false flags are bounded per boundary by the fixed test level and the penalty (no
+whole-matrix step whose threshold moves when releases arrive), so a final verdict never
+changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+from scipy import special  # type: ignore[import-untyped]  # no scipy-stubs in the venv
+
+from .._checks import check_confidence
+from .._typing import BoolArray, Direction, FloatArray, Int8Array, IntArray
+from ..intervals import order_ranks
+from ..ranks import EXACT_MAX_PAIRS, _mann_whitney_rows, _u_null_cdf
+from .codes import (
+    APPEARED,
+    NO_VERDICT,
+    NONSIGNIFICANT_OVERLAP,
+    SIGNIFICANT_OVERLAP,
+    VANISHED,
+    _check_direction,
+    _deviation_codes,
+)
+from .rules import (
+    ALPHA,
+    EARLY_ALPHA,
+    MAX_AFTER,
+    MAX_BEFORE,
+    MIN_AFTER,
+    RUNS_AFTER,
+    RUNS_BEFORE,
+)
+from .segmentation import SEGMENT_PENALTY, _change_points, _log_times, _segment_penalty
+
+__all__ = [
+    "Shifts",
+    "Windows",
+    "shift_verdicts",
+    "shift_windows",
+]
+
+_PAIRWISE_CHUNK: Final = 1 << 22
+"""Pairwise differences held at once by :func:`_shift_intervals` (32 MB of float64)."""
+
+
+@dataclass(frozen=True)
+class Windows:
+    """Per boundary of a series (between releases ``b`` and ``b+1``), its window.
+
+    ``start`` and ``stop`` are the first and last release (inclusive) the verdict reads;
+    ``final`` says the window is complete; ``final_at`` is the release whose arrival
+    completed it (-1 while provisional); ``after`` the releases after the boundary that
+    the window needs (``MAX_AFTER`` while the releases there hold too few runs).
+    Provisional boundaries share one window ending at the newest release.
+    """
+
+    start: IntArray
+    stop: IntArray
+    final: BoolArray
+    final_at: IntArray
+    after: IntArray
+
+
+def shift_windows(
+    runs: npt.ArrayLike,
+    *,
+    runs_after: int = RUNS_AFTER,
+    min_after: int = MIN_AFTER,
+    max_after: int = MAX_AFTER,
+    runs_before: int = RUNS_BEFORE,
+    max_before: int = MAX_BEFORE,
+) -> Windows:
+    """The window of every boundary of a series whose releases have ``runs`` runs each.
+
+    Boundary ``b``'s verdict needs ``f`` releases after it: the fewest ``f >=
+    min_after`` whose runs add up to ``runs_after`` or more, at most ``max_after``; it is
+    final once release ``b + f`` exists. It reads ``l`` releases before it: the fewest
+    whose runs add up to ``runs_before``, at most ``max_before`` (and the series' start).
+    A provisional boundary (``b + f`` beyond the newest release, or ``f`` not known yet)
+    reads up to the newest release, from the earliest start of the provisional
+    boundaries, so that one segmentation serves them all.
+    """
+    counts = np.asarray(runs, dtype=np.int64)
+    if counts.ndim != 1 or np.any(counts < 0):
+        raise ValueError("runs must be a 1-D array of counts >= 0")
+    if not 1 <= min_after <= max_after or runs_after < 0 or runs_before < 0 or max_before < 1:
+        raise ValueError("window sizes must be positive and min_after <= max_after")
+    R = len(counts)
+    B = max(R - 1, 0)
+    cum = np.concatenate([[0], np.cumsum(counts)])
+    b = np.arange(B)
+    # after: the fewest f in [min_after, max_after] with runs(b+1 .. b+f) >= runs_after.
+    after = np.full(B, max_after)
+    known = np.zeros(B, dtype=np.bool_)
+    for f in range(min_after, max_after + 1):
+        exists = b + f <= R - 1
+        enough = exists & (cum[np.minimum(b + 1 + f, R)] - cum[b + 1] >= runs_after)
+        take = enough & ~known
+        after[take] = f
+        known |= take
+    final = (b + after <= R - 1)
+    before = np.ones(B, dtype=np.int64)
+    reached = np.zeros(B, dtype=np.bool_)
+    for l_ in range(1, max_before + 1):
+        at_start = b - l_ + 1 <= 0
+        enough = cum[b + 1] - cum[np.maximum(b + 1 - l_, 0)] >= runs_before
+        take = (enough | at_start) & ~reached
+        before[take] = l_
+        reached |= take
+    before[~reached] = max_before
+    start = np.maximum(b - before + 1, 0)
+    stop = np.where(final, b + after, R - 1)
+    if np.any(~final):
+        start[~final] = start[~final].min()
+    return Windows(start=start, stop=stop, final=final,
+                   final_at=np.where(final, b + after, -1), after=after)
+
+
+@dataclass(frozen=True)
+class Shifts:
+    """Verdicts of :func:`shift_verdicts`: one row per function, one column per boundary.
+
+    Attributes
+    ----------
+    verdict : ndarray of int8
+        Verdict codes (:data:`.codes.VERDICTS`), before any minimum practical change.
+    change : ndarray of bool
+        The window's segmentation puts a change of level at the boundary.
+    p_value : ndarray of float64
+        Two-sided Mann–Whitney p-value of the runs after against the runs before.
+    diff, diff_lo, diff_hi : ndarray of float64
+        Hodges–Lehmann shift (later − earlier) and its confidence interval, in the
+        samples' unit.
+    before : ndarray of float64
+        Median of the runs before (``relative = diff / |before|``).
+    first, last : ndarray of int64
+        First release of the runs before and last release of the runs after.
+    n_before, n_after : ndarray of int64
+        Runs compared on each side (runs of 0 left out).
+    digression : ndarray of bool
+        A deviation whose level comes back, within the window, to the level before it.
+    early : ndarray of bool
+        A provisional deviation with ``p <= early_alpha``.
+    final : ndarray of bool, one per boundary
+        The boundary's window is complete: its verdict never changes.
+    """
+
+    verdict: Int8Array
+    change: BoolArray
+    p_value: FloatArray
+    diff: FloatArray
+    diff_lo: FloatArray
+    diff_hi: FloatArray
+    before: FloatArray
+    first: IntArray
+    last: IntArray
+    n_before: IntArray
+    n_after: IntArray
+    digression: BoolArray
+    early: BoolArray
+    final: BoolArray
+
+    @property
+    def relative(self) -> FloatArray:
+        """``diff / |before|`` (0.25 = +25%), NaN where undefined."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = self.diff / np.abs(self.before)
+        out: FloatArray = np.where(np.isfinite(r), r, np.nan)
+        return out
+
+
+def _moses_rank(m: int, n: int, confidence: float) -> int:
+    """Rank ``k`` (1-based) of the Moses interval ``[D_(k), D_(mn-k+1)]`` of the ``m n``
+    sorted pairwise differences: the largest ``k`` with ``P(U <= k - 1) <= (1 -
+    confidence) / 2`` under the null (exact distribution of U up to
+    :data:`..ranks.EXACT_MAX_PAIRS` pairs, its normal approximation above; Hollander &
+    Wolfe 1999, §4.3), at least 1."""
+    alpha2 = (1.0 - confidence) / 2.0
+    if m * n <= EXACT_MAX_PAIRS:
+        cdf = _u_null_cdf(m, n)  # P(U <= u), u = 0 .. m n
+        return max(1, int(np.sum(cdf <= alpha2)))
+    z = float(special.ndtri(1.0 - alpha2))
+    return max(1, int(np.floor(m * n / 2.0 - z * np.sqrt(m * n * (m + n + 1) / 12.0))))
+
+
+def _shift_intervals(
+    left: FloatArray, right: FloatArray, confidence: float
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Row-wise Hodges–Lehmann shift of ``right`` against ``left`` (NaN: missing) and its
+    Moses interval: the median and the ``k``-th smallest and largest of the pairwise
+    differences ``right_j - left_i`` (:func:`_moses_rank`). Rows with an empty side get NaN.
+
+    Rows are grouped by their two run counts, so each group partitions a dense
+    (rows, m n) block once for the three order statistics.
+    """
+    F = left.shape[0]
+    est, lo, hi = np.full(F, np.nan), np.full(F, np.nan), np.full(F, np.nan)
+    ls, rs = np.sort(left, axis=1), np.sort(right, axis=1)  # NaN last
+    m_all = np.sum(~np.isnan(left), axis=1)
+    n_all = np.sum(~np.isnan(right), axis=1)
+    ok = (m_all > 0) & (n_all > 0)
+    if not np.any(ok):
+        return est, lo, hi
+    sizes = np.stack([m_all[ok], n_all[ok]], axis=1)
+    groups, inverse = np.unique(sizes, axis=0, return_inverse=True)
+    rows_ok = np.flatnonzero(ok)
+    for g, (m, n) in enumerate(groups.tolist()):
+        rows = rows_ok[inverse.ravel() == g]
+        N = m * n
+        k = _moses_rank(m, n, confidence)
+        kth = sorted({k - 1, N - k, (N - 1) // 2, N // 2})
+        step = max(1, _PAIRWISE_CHUNK // N)
+        for c in range(0, len(rows), step):
+            r = rows[c : c + step]
+            d = (rs[r, :n][:, None, :] - ls[r, :m][:, :, None]).reshape(len(r), N)
+            part = np.partition(d, kth, axis=1)
+            est[r] = 0.5 * (part[:, (N - 1) // 2] + part[:, N // 2])
+            lo[r] = part[:, k - 1]
+            hi[r] = part[:, N - k]
+    return est, lo, hi
+
+
+def _median_rows(a: FloatArray) -> FloatArray:
+    s = np.sort(a, axis=1)
+    n = np.sum(~np.isnan(a), axis=1)
+    lo = np.take_along_axis(s, np.maximum((n - 1) // 2, 0)[:, None], axis=1)[:, 0]
+    hi = np.take_along_axis(s, np.maximum(n // 2, 0)[:, None], axis=1)[:, 0]
+    out: FloatArray = np.where(n > 0, 0.5 * (lo + hi), np.nan)
+    return out
+
+
+def _order_interval(a: FloatArray, confidence: float) -> tuple[FloatArray, FloatArray]:
+    """Distribution-free interval of each row's median (order statistics, Thompson 1936;
+    :func:`..intervals.order_ranks`), NaN for an empty row."""
+    s = np.sort(a, axis=1)
+    n = np.sum(~np.isnan(a), axis=1)
+    k = order_ranks(np.maximum(n, 1), confidence)
+    lo = np.take_along_axis(s, np.maximum(k - 1, 0)[:, None], axis=1)[:, 0]
+    hi = np.take_along_axis(s, np.maximum(n - k, 0)[:, None], axis=1)[:, 0]
+    return np.where(n > 0, lo, np.nan), np.where(n > 0, hi, np.nan)
+
+
+def _sides(
+    x: FloatArray, first: IntArray, b: int, last: IntArray
+) -> tuple[FloatArray, FloatArray]:
+    """Runs of releases ``first .. b`` and ``b+1 .. last`` of each row (window-relative
+    indices), as rows of NaN-padded runs (values <= 0 left out)."""
+    F, W, m = x.shape
+    rel = np.arange(W)
+    keep_l = rel[None, : b + 1] >= first[:, None]
+    keep_r = rel[None, b + 1 :] <= last[:, None]
+    positive = np.where(x > 0, x, np.nan)
+    left = np.where(keep_l[:, :, None], positive[:, : b + 1], np.nan).reshape(F, -1)
+    right = np.where(keep_r[:, :, None], positive[:, b + 1 :], np.nan).reshape(F, -1)
+    return left, right
+
+
+def shift_verdicts(
+    samples: npt.ArrayLike,
+    *,
+    runs: npt.ArrayLike | None = None,
+    boundaries: Sequence[int] | npt.ArrayLike | None = None,
+    offset: int = 0,
+    alpha: float = ALPHA,
+    early_alpha: float = EARLY_ALPHA,
+    penalty: float = SEGMENT_PENALTY,
+    confidence: float = 0.95,
+    direction: Direction = "lower_is_better",
+) -> Shifts:
+    """Verdicts of the shift rule (module docstring) for some boundaries of a series.
+
+    Parameters
+    ----------
+    samples : array_like of float64, shape (functions, releases, runs)
+        Run times of releases ``offset .. offset + releases - 1`` of the series,
+        NaN-padded; 0 where a run did not call the function.
+    runs : array_like of int, shape (series releases,), optional
+        Runs of every release of the series (what the windows are cut from); default:
+        the most runs any function has in each release of ``samples`` (then ``offset``
+        must be 0).
+    boundaries : sequence of int, optional
+        Boundaries to judge (``b``: between releases ``b`` and ``b+1`` of the series);
+        default every boundary. Their windows must lie within ``samples``.
+    offset : int, default 0
+        Series index of the first release of ``samples``.
+    alpha : float, default :data:`ALPHA`
+        Level of the test of a change point.
+    early_alpha : float, default :data:`EARLY_ALPHA`
+        Level that marks a provisional deviation early.
+    penalty : float, default :data:`.segmentation.SEGMENT_PENALTY`
+        Penalty of the segmentation per change point (scaled as in
+        :func:`.segmentation.optimal_segments`' callers: by the runs per release, and
+        down for a window of few runs).
+    confidence : float, default 0.95
+        Level of the interval of ``diff``.
+    direction : {"lower_is_better", "higher_is_better"}, default "lower_is_better"
+
+    Returns
+    -------
+    Shifts
+        Columns in the order of ``boundaries``.
+
+    References
+    ----------
+    .. [1] C. Zou, G. Yin, L. Feng, Z. Wang, Ann. Statist. 42(3), 970-1002, 2014.
+    .. [2] K. Haynes, P. Fearnhead, I. A. Eckley, Stat. Comput. 27(5), 1293-1305, 2017.
+    .. [3] H. B. Mann, D. R. Whitney, Ann. Math. Statist. 18(1), 50-60, 1947.
+    .. [4] J. L. Hodges, E. L. Lehmann, Ann. Math. Statist. 34(2), 598-611, 1963.
+    .. [5] L. E. Moses, "Query: confidence limits from rank tests", Technometrics 7,
+       257-260, 1965; M. Hollander, D. A. Wolfe, Nonparametric Statistical Methods,
+       2nd ed., §4.3, 1999.
+    """
+    check_confidence(confidence)
+    _check_direction(direction)
+    if not 0.0 < alpha < 1.0 or not 0.0 < early_alpha <= alpha:
+        raise ValueError("need 0 < early_alpha <= alpha < 1")
+    if penalty < 0:
+        raise ValueError("penalty must be >= 0")
+    x = np.asarray(samples, dtype=np.float64)
+    if x.ndim != 3:
+        raise ValueError(f"samples must have shape (functions, releases, runs), got {x.shape}")
+    if np.any(np.isinf(x)):
+        raise ValueError("samples must be finite or NaN")
+    F, n_rel, _ = x.shape
+    if runs is None:
+        if offset:
+            raise ValueError("give runs when samples do not start at the series' first release")
+        counts = np.max(np.sum(~np.isnan(x), axis=2), axis=0, initial=0)
+    else:
+        counts = np.asarray(runs, dtype=np.int64)
+    win = shift_windows(counts)
+    B_all = len(win.start)
+    wanted = (np.arange(B_all) if boundaries is None
+              else np.asarray(boundaries, dtype=np.int64).reshape(-1))
+    if np.any((wanted < 0) | (wanted >= B_all)):
+        raise ValueError("a boundary is outside the series")
+    if len(wanted) and (win.start[wanted].min() < offset
+                        or win.stop[wanted].max() > offset + n_rel - 1):
+        raise ValueError("samples do not cover the windows of the boundaries asked for")
+    B = len(wanted)
+    shape = (F, B)
+    verdict = np.full(shape, NO_VERDICT, dtype=np.int8)
+    change = np.zeros(shape, dtype=np.bool_)
+    p_value, diff, diff_lo, diff_hi, before = (np.full(shape, np.nan) for _ in range(5))
+    first, last = np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.int64)
+    n_before, n_after = np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.int64)
+    digression = np.zeros(shape, dtype=np.bool_)
+    # Boundaries sharing a window share its segmentation.
+    by_window: dict[tuple[int, int], list[int]] = {}
+    for col, b in enumerate(wanted.tolist()):
+        by_window.setdefault((int(win.start[b]), int(win.stop[b])), []).append(col)
+    y_all = _log_times(x)
+    for (start, stop), cols in by_window.items():
+        lo_, hi_ = start - offset, stop - offset + 1
+        xw, yw = x[:, lo_:hi_], y_all[:, lo_:hi_]
+        W = hi_ - lo_
+        cuts = _change_points(yw, _segment_penalty(yw, penalty), None)  # (F, W - 1)
+        edges = np.arange(W - 1)
+        measured = np.any(xw > 0, axis=2)  # (F, W): a run above 0
+        for col in cols:
+            k = int(wanted[col]) - start  # the boundary, window-relative
+            prev = np.where(cuts[:, :k], edges[:k], -1).max(axis=1, initial=-1)
+            nxt = np.where(cuts[:, k + 1 :], edges[k + 1 :], W - 1).min(axis=1, initial=W - 1)
+            seg_first, seg_last = prev + 1, nxt
+            left, right = _sides(xw, seg_first, k, seg_last)
+            cut = cuts[:, k]
+            # Only a change point can become a deviation: the exact p-value given ties
+            # (a dynamic programme per row) is computed where it decides one.
+            _, p, _ = _mann_whitney_rows(left, right, exact_rows=cut)
+            est, d_lo, d_hi = _shift_intervals(left, right, confidence)
+            med_left = _median_rows(left)
+            nl, nr = np.sum(~np.isnan(left), axis=1), np.sum(~np.isnan(right), axis=1)
+            significant = p <= alpha
+            excludes = (d_lo > 0) | (d_hi < 0)
+            deviation = cut & significant & excludes
+            code = np.where(
+                deviation, _deviation_codes(est > 0, direction),
+                np.where(significant, SIGNIFICANT_OVERLAP, NONSIGNIFICANT_OVERLAP),
+            )
+            none_before = ~np.any(measured[:, : k + 1], axis=1)
+            none_after = ~np.any(measured[:, k + 1 :], axis=1)
+            code = np.where((nl == 0) | (nr == 0), NO_VERDICT, code)
+            code = np.where(none_before & measured[:, k + 1], APPEARED, code)
+            code = np.where(measured[:, k] & none_after, VANISHED, code)
+            verdict[:, col] = code
+            change[:, col] = cut
+            p_value[:, col] = p
+            diff[:, col], diff_lo[:, col], diff_hi[:, col] = est, d_lo, d_hi
+            before[:, col] = med_left
+            first[:, col], last[:, col] = seg_first + start, seg_last + start
+            n_before[:, col], n_after[:, col] = nl, nr
+            digression[:, col] = deviation & _comes_back(
+                xw, cuts, k, seg_last, left, est, alpha, confidence
+            )
+    final = win.final[wanted]
+    early = ((verdict == 2) | (verdict == 3)) & ~final[None, :] & (p_value <= early_alpha)
+    return Shifts(
+        verdict=verdict, change=change, p_value=p_value, diff=diff, diff_lo=diff_lo,
+        diff_hi=diff_hi, before=before, first=first, last=last, n_before=n_before,
+        n_after=n_after, digression=digression, early=early, final=final,
+    )
+
+
+def _comes_back(
+    xw: FloatArray, cuts: BoolArray, k: int, seg_last: IntArray, left: FloatArray,
+    est: FloatArray, alpha: float, confidence: float,
+) -> BoolArray:
+    """Whether the level after boundary ``k`` ends, within the window, in a significant
+    change the other way to a level whose median interval overlaps the level before ``k``
+    (seed 003, Fig. 7: "a fallback at the same level as before")."""
+    F, W, _ = xw.shape
+    out = np.zeros(F, dtype=np.bool_)
+    rows = np.flatnonzero(seg_last < W - 1)  # the level after k ends inside the window
+    if not len(rows):
+        return out
+    edges = np.arange(W - 1)
+    j = seg_last[rows]  # the next change point
+    after_last = np.array([
+        int(np.where(cuts[r, j_ + 1 :], edges[j_ + 1 :], W - 1).min(initial=W - 1))
+        for r, j_ in zip(rows.tolist(), j.tolist(), strict=True)
+    ], dtype=np.int64)
+    sub = xw[rows]
+    # Runs of the level after k (k+1 .. j) and of the one after it (j+1 .. after_last).
+    rel = np.arange(W)
+    positive = np.where(sub > 0, sub, np.nan)
+    in_mid = (rel[None, :] > k) & (rel[None, :] <= j[:, None])
+    in_back = (rel[None, :] > j[:, None]) & (rel[None, :] <= after_last[:, None])
+    mid = np.where(in_mid[:, :, None], positive, np.nan).reshape(len(rows), -1)
+    back = np.where(in_back[:, :, None], positive, np.nan).reshape(len(rows), -1)
+    _, p, _ = _mann_whitney_rows(mid, back)
+    d, _, _ = _shift_intervals(mid, back, confidence)
+    opposite = np.sign(d) == -np.sign(est[rows])
+    lo_l, hi_l = _order_interval(left[rows], confidence)
+    lo_b, hi_b = _order_interval(back, confidence)
+    same_level = (lo_b <= hi_l) & (hi_b >= lo_l)
+    out[rows] = (p <= alpha) & opposite & same_level
+    return out
