@@ -63,7 +63,6 @@ from deviations.traces.store import (
     METRICS,
     RULES,
     SHIFT_CHANGE,
-    SHIFT_DIGRESSION,
     SHIFT_EARLY,
     MetricArrays,
     Stored,
@@ -369,8 +368,7 @@ def _shift(state: MetricArrays, rows: slice, block: Callable[[int], np.ndarray],
         got = shift_verdicts(x, runs=run_counts, boundaries=ks, offset=first,
                              confidence=CONFIDENCE, direction=DIRECTION)
         cols = np.array(ks, dtype=int)
-        flags = (got.change * SHIFT_CHANGE + got.digression * SHIFT_DIGRESSION
-                 + got.early * SHIFT_EARLY).astype(np.uint8)
+        flags = (got.change * SHIFT_CHANGE + got.early * SHIFT_EARLY).astype(np.uint8)
         values = {
             "shift_verdict": got.verdict, "shift_diff": got.diff, "shift_lo": got.diff_lo,
             "shift_hi": got.diff_hi, "shift_p": got.p_value, "shift_before": got.before,

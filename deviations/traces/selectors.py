@@ -16,6 +16,7 @@ from deviations.stats.releases import (
     REGRESSION,
     digressions,
     get_rule,
+    level_digressions,
     practical_verdicts,
     verdict_name,
 )
@@ -195,7 +196,8 @@ def stored_analysis(
     deviation = (verdict == REGRESSION) | (verdict == IMPROVEMENT)
     if "digression" in found:
         found["digression"] = (digressions(verdict, found["lo"], found["hi"])
-                               if rule == "paper" else found["digression"] & deviation)
+                               if rule == "paper"
+                               else level_digressions(verdict, found["before"], found["diff"]))
     if "early" in found:
         found["early"] = found["early"] & deviation
     return found

@@ -30,7 +30,13 @@ from django.db import connection, transaction
 from django.db.models import Count, QuerySet
 
 from deviations.core.db import lz4_toast
-from deviations.stats.releases import RULE_NAMES, digressions, get_rule, interval_gap
+from deviations.stats.releases import (
+    RULE_NAMES,
+    digressions,
+    get_rule,
+    interval_gap,
+    level_digressions,
+)
 from deviations.stats.releases import RULES as RULES_BY_NAME
 from deviations.traces.models import AnalysisBlock, Series, SeriesAnalysis
 
@@ -52,11 +58,11 @@ PAIR_FIELDS = ("gap", "diff", "diff_lo", "diff_hi", "paper_p", "paper_verdict")
 #: verdict before the minimum practical change, Hodges–Lehmann shift and interval,
 #: p-value, median before, how far the two sides reach (releases before the boundary's
 #: earlier release, after its later one), runs on each side, and flags (1: a change of
-#: level, 2: a digression, 4: early).
+#: level, 4: early; 2 is unused).
 SHIFT_FIELDS = ("shift_verdict", "shift_diff", "shift_lo", "shift_hi", "shift_p",
                 "shift_before", "shift_reach_before", "shift_reach_after", "shift_n_before",
                 "shift_n_after", "shift_flags")
-SHIFT_CHANGE, SHIFT_DIGRESSION, SHIFT_EARLY = 1, 2, 4
+SHIFT_CHANGE, SHIFT_EARLY = 1, 4
 BLOCK_FIELDS = (*RELEASE_FIELDS, "n", *PAIR_FIELDS, *SHIFT_FIELDS)
 DTYPES = {name: np.dtype("<f8") for name in BLOCK_FIELDS} | {
     "n": np.dtype("<i8"), "paper_verdict": np.dtype("i1"), "shift_verdict": np.dtype("i1"),
@@ -560,7 +566,10 @@ def _shift_key(fields: Mapping[str, np.ndarray], key: str, shape: tuple[int, int
         with np.errstate(invalid="ignore", divide="ignore"):
             r = fields["shift_diff"] / np.abs(fields["shift_before"])
         return {key: np.where(np.isfinite(r), r, np.nan)}
-    bits = {"change": SHIFT_CHANGE, "digression": SHIFT_DIGRESSION, "early": SHIFT_EARLY}
+    if key == "digression":  # recomputed by readers after the minimum practical change
+        return {key: level_digressions(fields["shift_verdict"], fields["shift_before"],
+                                       fields["shift_diff"])}
+    bits = {"change": SHIFT_CHANGE, "early": SHIFT_EARLY}
     if key in bits:
         return {key: (flags & bits[key]) != 0}
     if key in ("n_before", "n_after"):

@@ -1,12 +1,15 @@
-"""The paper rule against the recommended rule (docs/statistics.md, "Comparing releases").
+"""The paper rule against the shift rule on shaped noise (docs/statistics.md, "Comparing releases").
 
 Run from the repository root::
 
     .venv/bin/python -m tests.simulations.compare_rules            # full tables
     .venv/bin/python -m tests.simulations.compare_rules --quick    # smaller, faster
-    .venv/bin/python -m tests.simulations.compare_rules --seeds 20       # §6b's per-seed table
-    .venv/bin/python -m tests.simulations.compare_rules --provisional 20 # §6c's late changes
-    .venv/bin/python -m tests.simulations.compare_rules --small 20       # §6c's small series
+    .venv/bin/python -m tests.simulations.compare_rules --seeds 20       # the per-seed table
+    .venv/bin/python -m tests.simulations.compare_rules --provisional 20 # late changes
+    .venv/bin/python -m tests.simulations.compare_rules --small 20       # small series
+
+(The issue-19 tables, on TracerBench noise with the outside baselines, come from
+``tests.simulations.verdict_accuracy``.)
 
 It prints two markdown tables: detection / false-alarm rates of both rules per
 distribution and runs per release, and the coverage of Olive's median interval.
@@ -52,7 +55,7 @@ from deviations.stats.releases import (
     IMPROVEMENT,
     REGRESSION,
     compare_matrix,
-    segment_verdicts,
+    shift_verdicts,
 )
 
 Generator = np.random.Generator
@@ -173,7 +176,7 @@ def rule_table(runs_list: tuple[int, ...], functions: int, seed: int) -> list[di
         for runs in runs_list:
             series = simulate(noise, runs, functions=functions, seed=seed + 100 * noise_i + runs)
             row: dict[str, object] = {"noise": noise, "runs": runs}
-            for rule in ("paper", "recommended"):
+            for rule in ("paper", "shifts"):
                 for estimator in ("median", "mean") if rule == "paper" else ("median",):
                     m = compare_matrix(series.samples, rule=rule, estimator=estimator)
                     row[f"{rule}/{estimator}"] = score(series, m.verdict)
@@ -208,7 +211,7 @@ def latest_pair_table(
             step[moving, -1] = sign[moving].astype(np.int64)
             latest = Series(samples=samples, step=step, stable=~moving)
             row: dict[str, object] = {"noise": noise, "runs": runs}
-            for rule in ("paper", "recommended"):
+            for rule in ("paper", "shifts"):
                 row[rule] = score(latest, compare_matrix(samples, rule=rule).verdict)
             rows.append(row)
     return rows
@@ -293,12 +296,12 @@ def main(argv: list[str] | None = None) -> None:
         "steps found / false flags per boundary on stable functions / misplaced flags per "
         "boundary on step functions.\n"
     )
-    print("| noise | runs | steps | paper, median | paper, mean | recommended |")
+    print("| noise | runs | steps | paper, median | paper, mean | shifts |")
     print("|---|---|---|---|---|---|")
     for row in rows:
         p_med = row["paper/median"]
         p_mean = row["paper/mean"]
-        rec = row["recommended/median"]
+        rec = row["shifts/median"]
         assert isinstance(p_med, Rates)
         assert isinstance(p_mean, Rates)
         assert isinstance(rec, Rates)
@@ -308,15 +311,15 @@ def main(argv: list[str] | None = None) -> None:
         )
     latest = latest_pair_table((5, 10), functions, args.seed)
     print("\nA step at the newest boundary (right-hand window of one release; same cell format):\n")
-    print("| noise | runs | paper, median | recommended |")
+    print("| noise | runs | paper, median | shifts |")
     print("|---|---|---|---|")
     for row in latest:
-        paper, rec = row["paper"], row["recommended"]
+        paper, rec = row["paper"], row["shifts"]
         assert isinstance(paper, Rates)
         assert isinstance(rec, Rates)
         print(f"| {row['noise']} | {row['runs']} | {_fmt(paper)} | {_fmt(rec)} |")
     print(f"\nCoverage of the 95% median intervals ({reps} samples per cell), Olive's "
-          "(paper rule) / order statistics (recommended rule):\n")
+          "(paper rule) / order statistics (shift rule):\n")
     print("| noise | n = 5 | n = 10 | n = 20 | n = 50 |")
     print("|---|---|---|---|---|")
     olive = coverage_table((5, 10, 20, 50), reps, args.seed)
@@ -327,7 +330,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| {noise} | {cells} |")
 
 
-# --- issue 12: per-seed recall and false flags of both rules --------------------------------
+# --- per-seed recall and false flags of both rules (dashboard-sized series) -----------------
 
 
 def simulate_small(noise: str, runs: int, seed: int, *, functions: int = 30,
@@ -354,10 +357,7 @@ def simulate_small(noise: str, runs: int, seed: int, *, functions: int = 30,
 
 
 def rule_verdicts(samples: np.ndarray, rule: str) -> np.ndarray:
-    """Verdict codes of ``paper``, ``recommended`` or ``segments`` (issue 12's segmentation,
-    ``stats.releases.segment_verdicts``)."""
-    if rule == "segments":
-        return segment_verdicts(samples).verdict
+    """Verdict codes of ``paper`` or ``shifts`` (before any minimum practical change)."""
     return compare_matrix(samples, rule=rule).verdict  # type: ignore[arg-type]
 
 
@@ -381,7 +381,7 @@ def both_ends(seeds: range, runs: int, rule: str) -> tuple[int, int]:
 def print_seed_table(seeds: range) -> None:
     """The per-seed table of docs/statistics.md §6b: planted boundaries found / false flags
     per stable boundary, each rule at 5 and 10 runs."""
-    rules = ("paper", "recommended", "segments")
+    rules = ("paper", "shifts")
     cols = [(rule, runs) for rule in rules for runs in (5, 10)]
     tables = {c: seed_table(seeds, c[1], c[0]) for c in cols}
     print("| seed | " + " | ".join(f"{r}, {n} runs" for r, n in cols) + " |")
@@ -449,7 +449,7 @@ def provisional_span(ages: list[int], share: float = 0.95) -> int:
 
 
 def print_late_changes(seeds: range) -> None:
-    for rule in ("recommended", "segments"):
+    for rule in ("shifts",):
         for runs in (5, 10):
             ages, lost, final = late_changes(seeds, runs, rule)
             a = np.asarray(ages)
@@ -478,7 +478,7 @@ def seed_table(seeds: range, runs: int, rule: str) -> list[tuple[int, int, int, 
     return out
 
 
-# --- small series (a user's first releases): the segments rule -------------------------------
+# --- small series (a user's first releases): the shift rule ----------------------------------
 
 SMALL_SIZES: tuple[tuple[int, int], ...] = ((2, 5), (3, 3), (3, 5), (4, 3), (6, 3), (4, 5),
                                             (8, 3), (12, 3), (12, 5))
@@ -486,7 +486,7 @@ SMALL_SIZES: tuple[tuple[int, int], ...] = ((2, 5), (3, 3), (3, 5), (4, 3), (6, 
 
 
 def small_series(releases: int, runs: int, seed: int) -> dict[str, tuple[int, int]]:
-    """The segments rule on small series: ``{key: (count, out of)}``.
+    """The shift rule on small series: ``{key: (count, out of)}``.
 
     Keys ``(size, sd)`` (×2 or ×3, lognormal sd 0.1, 0.2, 0.3): steps up found on their
     boundary (after release ``releases // 2``), in matrices of 50 step functions and 50
@@ -505,24 +505,24 @@ def small_series(releases: int, runs: int, seed: int) -> dict[str, tuple[int, in
         return int(np.isin(v, (REGRESSION, IMPROVEMENT)).sum())
 
     for sd in (0.1, 0.2, 0.3):
-        v = segment_verdicts(100.0 * rng.lognormal(0.0, sd, (200, releases, runs))).verdict
+        v = shift_verdicts(100.0 * rng.lognormal(0.0, sd, (200, releases, runs))).verdict
         add("false", flags(v), v.size)
         for size in (2.0, 3.0):
             x = 100.0 * rng.lognormal(0.0, sd, (100, releases, runs))
             x[:50, k + 1 :] *= size
-            v = segment_verdicts(x).verdict
+            v = shift_verdicts(x).verdict
             add(f"x{size:.0f} sd {sd}", int((v[:50, k] == REGRESSION).sum()), 50)
             add("false", flags(v[50:]), v[50:].size)
     for noise in NOISES.values():
         level = np.full((200, releases, 1), 5.0 if noise is _quantised else 100.0)
-        v = segment_verdicts(noise(rng, (200, releases, runs), level)).verdict
+        v = shift_verdicts(noise(rng, (200, releases, runs), level)).verdict
         add("false", flags(v), v.size)
     return out
 
 
 def print_small_table(seeds: range) -> None:
-    """docs/statistics.md §6c: steps found and false flags of the segments rule on small
-    series, summed over ``seeds``."""
+    """Steps found and false flags of the shift rule on small series, summed over
+    ``seeds``."""
     rows = []
     for releases, runs in SMALL_SIZES:
         total: dict[str, tuple[int, int]] = {}

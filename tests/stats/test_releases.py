@@ -1,5 +1,6 @@
 """Verdicts between consecutive releases (deviations.stats.releases): the paper's two
-conditions, the matrix, digressions, the recommended rule, the metric's direction."""
+conditions, the matrix under both rules, digressions, the metric's direction. The shift
+rule's own tests are in test_shifts.py."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deviations.stats import releases as releases_module
 from deviations.stats.intervals import (
     IntervalArray,
     mean_ci,
@@ -25,6 +25,7 @@ from deviations.stats.releases import (
     REGRESSION,
     SIGNIFICANT_OVERLAP,
     VANISHED,
+    DIGRESSION_SPAN,
     VERDICTS,
     Comparison,
     absent_releases,
@@ -32,12 +33,11 @@ from deviations.stats.releases import (
     compare_matrix,
     digressions,
     pair_statistics,
-    recommended_verdicts,
     verdict_name,
-    window_tests,
 )
+from deviations.stats.releases import codes as codes_module
+from deviations.stats.releases import fallback as fallback_module
 from tests.stats.samples import ragged
-from tests.stats.simulation import simulation as _simulation
 
 # --- the scalar compare ----------------------------------------------------------------
 
@@ -172,7 +172,6 @@ def test_paper_p_value_agrees_with_the_difference_interval():
     ok = m.verdict >= 0
     excludes_zero = (m.diff_lo > 0) | (m.diff_hi < 0)
     assert np.array_equal((m.p_value < 0.05)[ok], excludes_zero[ok])
-    assert np.isnan(m.q_value).all()
 
 
 def test_matrix_refuses_bad_input():
@@ -188,38 +187,42 @@ def test_matrix_is_warning_free_on_empty_releases():
     # pytest turns warnings into errors: all-NaN releases must not warn.
     x = np.full((2, 4, 5), np.nan)
     x[0, 0] = [1.0, 2.0, 3.0, 4.0, 5.0]
-    for rule in ("paper", "recommended"):
-        m = compare_matrix(x, rule=rule)
-        assert (m.verdict == NO_VERDICT).all()
+    m = compare_matrix(x, rule="paper")
+    assert (m.verdict == NO_VERDICT).all()
+    m = compare_matrix(x, rule="shifts")
+    assert (m.verdict[1] == NO_VERDICT).all()  # never measured
 
 
-# --- the recommended rule ------------------------------------------------------------
+# --- the shift rule through the matrix -----------------------------------------------
 
 
 def test_one_step_gives_one_flag():
     rng = np.random.default_rng(1)
-    x = rng.lognormal(0.0, 0.2, (1, 20, 5))
+    x = rng.lognormal(0.0, 0.2, (1, 30, 5))
     x[0, 10:] *= 2.0
-    m = compare_matrix(x, rule="recommended")
+    m = compare_matrix(x, rule="shifts")
     flagged = np.flatnonzero(m.verdict[0] >= REGRESSION)
     assert flagged.tolist() == [9]
     assert m.verdict[0, 9] == REGRESSION
-    assert m.shift[0, 9] > 0.5
-    down = compare_matrix(x[:, ::-1], rule="recommended")
-    assert np.flatnonzero(down.verdict[0] >= REGRESSION).tolist() == [9]
-    assert down.verdict[0, 9] == IMPROVEMENT
+    assert m.relative[0, 9] > 0.5
+    down = compare_matrix(x[:, ::-1], rule="shifts")
+    assert np.flatnonzero(down.verdict[0] >= REGRESSION).tolist() == [19]
+    assert down.verdict[0, 19] == IMPROVEMENT
 
 
-def test_small_steps_are_not_practically_significant():
+def test_the_matrix_shows_the_comparison_behind_each_shift_verdict():
     rng = np.random.default_rng(2)
-    x = rng.lognormal(0.0, 0.01, (1, 20, 10))
-    x[0, 10:] *= 1.05  # highly significant, but under min_relative_effect = 10%
-    m = compare_matrix(x, rule="recommended")
-    assert m.q_value[0, 9] < 1e-3
-    assert m.verdict[0, 9] == SIGNIFICANT_OVERLAP
-    assert (
-        compare_matrix(x, rule="recommended", min_relative_effect=0.02).verdict[0, 9] == REGRESSION
-    )
+    x = rng.lognormal(0.0, 0.05, (2, 30, 5))
+    x[0, 15:] *= 1.3
+    m = compare_matrix(x, rule="shifts")
+    assert m.verdict[0, 14] == REGRESSION
+    assert m.diff_lo[0, 14] > 0
+    assert m.diff[0, 14] > 0
+    assert m.p_value[0, 14] < 1e-3
+    assert m.provisional[0, -1]
+    assert not m.provisional[0, 0]
+    # the paper rule is never provisional
+    assert not compare_matrix(x, rule="paper").provisional.any()
 
 
 # --- digressions ----------------------------------------------------------------------
@@ -252,7 +255,7 @@ def _digressions_by_definition(v, lo, hi):
         for i in range(v.shape[1]):
             if v[f, i] not in (REGRESSION, IMPROVEMENT):
                 continue
-            for j in range(i + 1, v.shape[1]):
+            for j in range(i + 1, min(v.shape[1], i + 1 + DIGRESSION_SPAN)):
                 opposite = v[f, j] in (REGRESSION, IMPROVEMENT) and v[f, j] != v[f, i]
                 if opposite and lo[f, j + 1] <= hi[f, i] and hi[f, j + 1] >= lo[f, i]:
                     out[f, i] = True
@@ -281,12 +284,20 @@ def test_digressions_in_chunks(monkeypatch):
     lo = rng.normal(0, 1, (5, 31))
     hi = lo + 0.5
     whole = digressions(v, lo, hi)
-    monkeypatch.setattr(releases_module, "_PAIRS_PER_CHUNK", 7)
+    monkeypatch.setattr(fallback_module, "_PAIRS_PER_CHUNK", 7)
     np.testing.assert_array_equal(digressions(v, lo, hi), whole)
     np.testing.assert_array_equal(whole, _digressions_by_definition(v, lo, hi))
 
 
-@pytest.mark.parametrize("rule", ["paper", "recommended"])
+def test_digressions_look_only_so_far_ahead():
+    lo = np.array([0.9, 1.9, 1.9, 1.9, 0.9])
+    hi = lo + 0.2
+    v = np.array([REGRESSION, NONSIGNIFICANT_OVERLAP, NONSIGNIFICANT_OVERLAP, IMPROVEMENT])
+    assert digressions(v, lo, hi).tolist() == [True, False, False, False]
+    assert digressions(v, lo, hi, span=2).tolist() == [False] * 4
+
+
+@pytest.mark.parametrize("rule", ["paper", "shifts"])
 def test_matrix_flags_a_planted_digression(rule):
     rng = np.random.default_rng(3)
     x = rng.lognormal(0.0, 0.05, (2, 24, 10))
@@ -298,23 +309,7 @@ def test_matrix_flags_a_planted_digression(rule):
     assert not m.digression[1].any()
 
 
-# --- the simulation targets ---------------------------------------------------------
-
-
-@pytest.mark.parametrize("noise", ["lognormal", "bimodal", "quantised", "contaminated"])
-def test_recommended_rule_meets_targets(noise):
-    sim = _simulation()
-    for runs, target in ((5, 0.60), (10, 0.90)):
-        series = sim.simulate(noise, runs, functions=300, seed=99 + runs)
-        rec = sim.score(series, compare_matrix(series.samples, rule="recommended").verdict)
-        paper = sim.score(series, compare_matrix(series.samples, rule="paper").verdict)
-        assert rec.found >= target, (noise, runs, rec)
-        assert rec.false_flags <= 0.01, (noise, runs, rec)
-        assert rec.misplaced <= 0.01, (noise, runs, rec)
-        assert rec.found > paper.found, (noise, runs, rec, paper)
-
-
-# --- the pieces a stored matrix recomputes (deviations/analysis.py) ---------------------
+# --- the pieces a stored matrix recomputes (deviations/traces/analysis.py) ---------------
 
 
 def _stepped_samples(seed: int) -> np.ndarray:
@@ -325,28 +320,6 @@ def _stepped_samples(seed: int) -> np.ndarray:
     x[30:40] = np.round(x[30:40] / 30)  # ties
     x[:, 3, 4:] = np.nan  # a release with fewer runs
     return x
-
-
-@pytest.mark.parametrize("window", [1, 2, 3, 4])
-def test_window_tests_on_a_slice_equal_the_whole_series(window):
-    """Boundary k only sees releases k+1-window .. k+window: a slice that holds them gives
-    the same numbers, whatever the padding."""
-    x = _stepped_samples(1)
-    whole = window_tests(x, window)
-    R = x.shape[1]
-    for k in range(R - 1):
-        lo, hi = max(0, k + 1 - window), min(R, k + 1 + window)
-        part = np.concatenate([x[:, lo:hi], np.full((60, hi - lo, 3), np.nan)], axis=2)
-        got = window_tests(part, window, range(k - lo, k - lo + 1))
-        for name in ("z", "p_value", "shift"):
-            np.testing.assert_array_equal(
-                getattr(got, name)[:, 0], getattr(whole, name)[:, k], err_msg=f"{name} {k}"
-            )
-
-
-def test_window_tests_refuse_boundaries_out_of_range():
-    with pytest.raises(ValueError, match="outside"):
-        window_tests(np.ones((2, 3, 2)), 2, range(0, 3))
 
 
 @pytest.mark.parametrize("estimator", ["median", "mean"])
@@ -361,14 +334,6 @@ def test_pieces_rebuild_compare_matrix(estimator):
     np.testing.assert_array_equal(pairs.paper_p_value, paper.p_value)
     for name in ("gap", "diff", "diff_lo", "diff_hi"):
         np.testing.assert_array_equal(getattr(pairs, name), getattr(paper, name))
-    rec = compare_matrix(x, rule="recommended", estimator=estimator)
-    w = window_tests(x)
-    masked = [np.where(pairs.paired, v, np.nan) for v in (w.p_value, w.z, w.shift)]
-    q, verdict = recommended_verdicts(*masked, pairs.paired)
-    np.testing.assert_array_equal(verdict, rec.verdict)
-    np.testing.assert_array_equal(q, rec.q_value)
-    assert np.any(verdict == REGRESSION)
-    assert np.any(verdict == IMPROVEMENT)
 
 
 # --- the metric's direction -------------------------------------------------------------
@@ -388,7 +353,7 @@ def test_direction_decides_which_increase_is_a_regression():
         compare(BASE, BASE, direction="up")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("rule", ["paper", "recommended"])
+@pytest.mark.parametrize("rule", ["paper", "shifts"])
 def test_matrix_direction_swaps_only_the_deviation_codes(rule):
     rng = np.random.default_rng(3)
     x = rng.lognormal(0.0, 0.05, (3, 24, 10))
@@ -404,26 +369,13 @@ def test_matrix_direction_swaps_only_the_deviation_codes(rule):
     assert higher.verdict[0, 7] == IMPROVEMENT
     assert higher.verdict[0, 15] == REGRESSION
     assert higher.verdict[1, 11] == REGRESSION
-    for name in ("gap", "diff", "diff_lo", "diff_hi", "p_value", "q_value", "shift"):
+    for name in ("gap", "diff", "diff_lo", "diff_hi", "p_value", "relative"):
         np.testing.assert_array_equal(getattr(higher, name), getattr(lower, name))
     # A temporary rise is a digression whichever direction is better.
     np.testing.assert_array_equal(higher.digression, lower.digression)
     assert np.flatnonzero(higher.digression[0]).tolist() == [7]
     with pytest.raises(ValueError, match="direction"):
         compare_matrix(x, rule=rule, direction="sideways")  # type: ignore[arg-type]
-
-
-def test_recommended_verdicts_take_the_direction():
-    x = _stepped_samples(3)
-    w = window_tests(x)
-    paired = np.ones(w.p_value.shape, dtype=bool)
-    _, lower = recommended_verdicts(w.p_value, w.z, w.shift, paired)
-    _, higher = recommended_verdicts(
-        w.p_value, w.z, w.shift, paired, direction="higher_is_better"
-    )
-    assert np.any(lower == REGRESSION)
-    np.testing.assert_array_equal(higher == IMPROVEMENT, lower == REGRESSION)
-    np.testing.assert_array_equal(higher == REGRESSION, lower == IMPROVEMENT)
 
 
 # --- absent releases: appeared and vanished ----------------------------------------------
@@ -445,11 +397,11 @@ def test_compare_appeared_and_vanished():
     assert compare(np.r_[zeros[:5], present[:5]], present).verdict != "appeared"
 
 
-@pytest.mark.parametrize("rule", ["paper", "recommended"])
-def test_absent_releases_never_regressions_nor_in_the_family(rule):
+def test_absent_releases_never_regressions_under_the_paper_rule():
     """A function missing from every run of some releases (headless switch, rename) gets
-    appeared/vanished at those boundaries, never a regression or improvement, and its
-    absent releases give no p-value to the Benjamini–Hochberg family."""
+    appeared/vanished at those boundaries, never a regression or improvement, and no
+    p-value there."""
+    rule = "paper"
     rng = np.random.default_rng(3)
     F, R, n = 20, 10, 10  # noqa: N806
     x = rng.lognormal(4.0, 0.1, (F, R, n))
@@ -468,10 +420,18 @@ def test_absent_releases_never_regressions_nor_in_the_family(rule):
     assert np.isnan(m.p_value[0, :4]).all()
     assert np.isnan(m.p_value[1, 5:]).all()
     assert np.isnan(m.p_value[2, 2:5]).all()
-    if rule == "recommended":
-        # the window tests leave absent releases out: the next boundaries are measured
-        assert np.isfinite(m.p_value[0, 4:]).all()
-        assert np.isfinite(m.p_value[2, 5:]).all()
+
+
+def test_absent_releases_never_regressions_under_the_shift_rule():
+    rng = np.random.default_rng(3)
+    x = rng.lognormal(4.0, 0.1, (20, 30, 10))
+    x[0, :4] = 0.0  # appears at boundary 3
+    x[1, 20:] = 0.0  # vanishes at boundary 19
+    m = compare_matrix(x, rule="shifts")
+    assert m.verdict[0, 3] == APPEARED
+    assert m.verdict[1, 19] == VANISHED
+    assert not np.isin(m.verdict[:2], [REGRESSION, IMPROVEMENT]).any()
+    assert (m.verdict[1, 20:] == NO_VERDICT).all()
 
 
 # --- minimum practical change, provisional verdicts ----------------------------------------
@@ -481,74 +441,14 @@ def test_practical_verdicts_demote_small_deviations_only():
     verdict = np.array([REGRESSION, IMPROVEMENT, REGRESSION, REGRESSION, APPEARED, NO_VERDICT])
     diff = np.array([3.0, -40.0, 25.0, 500.0, 3.0, np.nan])
     before = np.array([10.0, 1000.0, 100.0, 1000.0, 0.0, np.nan])
-    got = releases_module.practical_verdicts(verdict, diff, before, min_relative=0.1,
+    got = codes_module.practical_verdicts(verdict, diff, before, min_relative=0.1,
                                              min_absolute=20.0)
     # 3 µs: under 20 µs; -40 µs of 1000: 4%; 25 µs of 100 and 500 of 1000: kept.
     assert got.tolist() == [SIGNIFICANT_OVERLAP, SIGNIFICANT_OVERLAP, REGRESSION, REGRESSION,
                             APPEARED, NO_VERDICT]
-    same = releases_module.practical_verdicts(verdict, diff, before, min_relative=0,
+    same = codes_module.practical_verdicts(verdict, diff, before, min_relative=0,
                                               min_absolute=0)
     assert same.tolist() == verdict.tolist()
     with pytest.raises(ValueError, match=">= 0"):
-        releases_module.practical_verdicts(verdict, diff, before, min_relative=-1,
+        codes_module.practical_verdicts(verdict, diff, before, min_relative=-1,
                                            min_absolute=0)
-
-
-def test_provisional_pairs_are_the_recommended_rules_unfilled_windows():
-    assert not releases_module.provisional_pairs(10, "paper").any()
-    late = releases_module.provisional_pairs(10, "recommended", window=3)
-    assert late.tolist() == [False] * 4 + [True] * 6
-    assert releases_module.provisional_pairs(2, "recommended").all()
-
-
-def test_provisional_pairs_of_the_segments_rule_are_the_last_measured_span():
-    span = releases_module.SEGMENT_PROVISIONAL
-    late = releases_module.provisional_pairs(span + 4, "segments")
-    assert late.tolist() == [False] * 4 + [True] * span
-    assert releases_module.provisional_pairs(span - 1, "segments").all()
-    assert releases_module.provisional_pairs(0, "segments").shape == (0,)
-    with pytest.raises(ValueError, match="unknown rule"):
-        releases_module.provisional_pairs(3, "window")  # type: ignore[arg-type]
-
-
-def test_a_verdict_outside_the_provisional_pairs_no_longer_changes():
-    """Adding releases changes a boundary's verdict only while it is among the last
-    3 w - 3 (the window tests, the local maximum and the placement); beyond, only the
-    Benjamini–Hochberg threshold could move it, and it does not here."""
-    rng = np.random.default_rng(8)
-    x = rng.lognormal(5.0, 0.2, (30, 14, 10))
-    x[:10, 6:] *= 2.0
-    final = compare_matrix(x, rule="recommended").verdict
-    for r in range(6, 14):
-        got = compare_matrix(x[:, :r], rule="recommended").verdict
-        settled = ~releases_module.provisional_pairs(r - 1, "recommended")
-        np.testing.assert_array_equal(got[:, settled], final[:, : r - 1][:, settled])
-
-
-def test_both_ends_of_a_two_release_digression_are_flagged():
-    """Issue 12: up at boundary 9, back down at boundary 11. The local maximum used to
-    compare both ends (|z| of either sign) and kept one; now each sign competes alone, and
-    each flag is placed where the adjacent medians moved."""
-    rng = np.random.default_rng(21)
-    x = rng.lognormal(6.0, 0.1, (12, 20, 10))
-    x[:6, 10:12] *= 2.0
-    m = compare_matrix(x, rule="recommended")
-    for f in range(6):
-        assert m.verdict[f, 9] == REGRESSION, (f, m.verdict[f])
-        assert m.verdict[f, 11] == IMPROVEMENT, (f, m.verdict[f])
-        assert m.verdict[f, 10] != REGRESSION
-
-
-def test_a_flag_is_placed_on_the_boundary_whose_releases_moved():
-    kept = np.array([[False, True, False, False]])
-    up = np.array([[True, True, True, True]])
-    ok = np.ones((1, 4), dtype=bool)
-    size = np.full((1, 4), 1.0)
-    # The windows peaked at boundary 1, but the adjacent medians moved at boundary 2.
-    moved, direction = releases_module._place(kept, up, np.array([[0.0, 0.05, 0.9, 0.0]]),
-                                               ok, 2, size)
-    assert moved.tolist() == [[False, False, True, False]]
-    assert direction[0, 2]
-    # Its own releases moved enough: it stays.
-    stay, _ = releases_module._place(kept, up, np.array([[0.0, 0.8, 0.9, 0.0]]), ok, 2, size)
-    assert stay.tolist() == kept.tolist()

@@ -28,7 +28,7 @@ _EXPORTS = {
         ("APPEARED", "IMPROVEMENT", "NONSIGNIFICANT_OVERLAP", "NO_VERDICT", "REGRESSION",
          "SIGNIFICANT_OVERLAP", "VANISHED", "VERDICTS", "Estimator", "Verdict",
          "absent_releases", "practical_verdicts", "verdict_name"), "codes"),
-    **dict.fromkeys(("DIGRESSION_SPAN", "digressions"), "fallback"),
+    **dict.fromkeys(("DIGRESSION_SPAN", "digressions", "level_digressions"), "fallback"),
     **dict.fromkeys(("ComparisonMatrix", "compare_matrix"), "matrix"),
     **dict.fromkeys(("Comparison", "PairStatistics", "compare", "interval_gap",
                      "pair_statistics"), "paper"),

@@ -10,7 +10,7 @@ import numpy.typing as npt
 from .._typing import BoolArray
 from .codes import IMPROVEMENT, REGRESSION
 
-__all__ = ["DIGRESSION_SPAN", "digressions"]
+__all__ = ["DIGRESSION_SPAN", "digressions", "level_digressions"]
 
 DIGRESSION_SPAN: Final = 12
 """Pairs after a deviation within which its return is looked for: the mark of pair ``i``
@@ -94,3 +94,40 @@ def digressions(
 
 _PAIRS_PER_CHUNK: Final = 1 << 20
 
+
+
+def level_digressions(
+    verdict: npt.ArrayLike, before: npt.ArrayLike, diff: npt.ArrayLike, *,
+    span: int = DIGRESSION_SPAN,
+) -> BoolArray:
+    """Digressions of the shift rule, from its own comparisons (one-run releases have no
+    interval to test overlap with).
+
+    Pair ``i`` starts a digression when it is a deviation and some later pair
+    ``i < j <= i + span`` is a deviation the other way that ends nearer the level before
+    ``i`` than the level ``i`` reached: with ``L = before[i]`` the level before ``i`` and
+    ``before[j] + diff[j]`` the level after ``j``,
+    ``|before[j] + diff[j] - L| < |diff[i]| / 2`` (seed 003, Fig. 7: "a fallback at the
+    same level as before"). Shapes (..., pairs).
+    """
+    v = np.asarray(verdict)
+    lvl = np.asarray(before, dtype=np.float64)
+    d = np.asarray(diff, dtype=np.float64)
+    if lvl.shape != v.shape or d.shape != v.shape:
+        raise ValueError("verdict, before and diff need the same shape")
+    if span < 1:
+        raise ValueError("span must be >= 1")
+    out = np.zeros(v.shape, dtype=np.bool_)
+    pairs = v.shape[-1]
+    if pairs < 2:
+        return out
+    v2, l2, d2 = v.reshape(-1, pairs), lvl.reshape(-1, pairs), d.reshape(-1, pairs)
+    flat = out.reshape(-1, pairs)
+    deviation = (v2 == REGRESSION) | (v2 == IMPROVEMENT)
+    after = l2 + d2
+    for f, i in zip(*np.nonzero(deviation), strict=True):
+        js = np.arange(i + 1, min(pairs, i + span + 1))
+        back = (deviation[f, js] & (v2[f, js] != v2[f, i])
+                & (np.abs(after[f, js] - l2[f, i]) < np.abs(d2[f, i]) / 2))
+        flat[f, i] = bool(back.any())
+    return out

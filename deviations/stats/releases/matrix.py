@@ -11,7 +11,7 @@ from .._checks import check_confidence
 from .._typing import BoolArray, Direction, FloatArray, Int8Array, IntArray
 from ..intervals import IntervalArray, mean_ci_array, median_ci_array
 from .codes import Estimator, _check_direction, absent_releases
-from .fallback import digressions
+from .fallback import digressions, level_digressions
 from .paper import interval_gap, pair_statistics
 from .rules import RuleName, get_rule
 from .shifts import shift_verdicts
@@ -100,7 +100,7 @@ def compare_matrix(
     if x.shape[1] < 2:
         raise ValueError("need at least two releases to compare")
     if np.any(np.isinf(x)):
-        raise ValueError("samples must be finite or NaN")
+        raise ValueError("samples hold infinite values: they must be finite or NaN")
     if estimator not in ("median", "mean"):
         raise ValueError(f"unknown estimator {estimator!r}")
     med = median_ci_array(x, confidence, method="olive" if rule == "paper" else "order")
@@ -128,7 +128,7 @@ def compare_matrix(
         rule=rule, estimator=estimator, confidence=confidence, median=med, mean=mean,
         n=med.n, verdict=got.verdict, gap=gap, diff=got.diff, diff_lo=got.diff_lo,
         diff_hi=got.diff_hi, p_value=got.p_value, relative=got.relative,
-        digression=got.digression,
+        digression=level_digressions(got.verdict, got.before, got.diff),
         provisional=np.broadcast_to(~got.final, got.verdict.shape).copy(),
         direction=direction,
     )
