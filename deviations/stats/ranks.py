@@ -234,13 +234,18 @@ def _brunner_munzel_rows(left: FloatArray, right: FloatArray) -> FloatArray:
     n1 = np.sum(~np.isnan(left), axis=1).astype(np.float64)
     n2 = np.sum(~np.isnan(right), axis=1).astype(np.float64)
     pooled = _midranks(np.concatenate([left, right], axis=1))
-    r1, r2 = pooled[:, : left.shape[1]], pooled[:, left.shape[1] :]
-    w1, w2 = _midranks(left), _midranks(right)
+    # Placements R - W are half-integers: their sums and sums of squares are exact in
+    # float64 whatever the order or the padding, so equal samples give equal p-values
+    # however they are laid out. (The mean within-sample mid-rank is (n + 1) / 2.)
+    d1 = np.nan_to_num(pooled[:, : left.shape[1]] - _midranks(left))
+    d2 = np.nan_to_num(pooled[:, left.shape[1] :] - _midranks(right))
+    r1 = np.nansum(pooled[:, : left.shape[1]], axis=1)
+    r2 = np.nansum(pooled[:, left.shape[1] :], axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        m1 = np.nansum(r1, axis=1) / n1
-        m2 = np.nansum(r2, axis=1) / n2
-        s1 = np.nansum((r1 - w1 - m1[:, None] + (n1[:, None] + 1) / 2) ** 2, axis=1) / (n1 - 1)
-        s2 = np.nansum((r2 - w2 - m2[:, None] + (n2[:, None] + 1) / 2) ** 2, axis=1) / (n2 - 1)
+        m1, m2 = r1 / n1, r2 / n2
+        s1 = (np.sum(d1 * d1, axis=1) - np.sum(d1, axis=1) ** 2 / n1) / (n1 - 1)
+        s2 = (np.sum(d2 * d2, axis=1) - np.sum(d2, axis=1) ** 2 / n2) / (n2 - 1)
+        s1, s2 = np.maximum(s1, 0.0), np.maximum(s2, 0.0)
         v = n1 * s1 + n2 * s2
         t = n1 * n2 * (m2 - m1) / ((n1 + n2) * np.sqrt(v))
         df = v**2 / ((n1 * s1) ** 2 / (n1 - 1) + (n2 * s2) ** 2 / (n2 - 1))

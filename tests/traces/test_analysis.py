@@ -20,19 +20,16 @@ from django.db.models import Count
 from django.utils import timezone
 
 from deviations.stats.intervals import mean_ci, median_ci
-from deviations.stats.multiple import benjamini_hochberg
 from deviations.stats.releases import (
-    APPEARED,
     IMPROVEMENT,
-    NONSIGNIFICANT_OVERLAP,
     REGRESSION,
-    VANISHED,
-    absent_releases,
     compare,
     compare_matrix,
     practical_verdicts,
-    segment_verdicts,
+    shift_verdicts,
+    shift_windows,
 )
+from deviations.stats.releases.rules import MAX_AFTER, MAX_BEFORE
 from deviations.traces import analysis, demo, selectors
 from deviations.traces.models import (
     AnalysisBlock,
@@ -135,7 +132,7 @@ def test_stats_and_deviations_match_the_statistics_core(tmp_path: Path) -> None:
 
 def test_export_options_and_csv(tmp_path: Path) -> None:
     ingest_series(tmp_path, PAINT)
-    total = export("deviations", metric="total", rule="recommended", estimator="mean")
+    total = export("deviations", metric="total", rule="shifts", estimator="mean")
     assert {r["verdict"] for r in total} <= {
         "regression", "improvement", "significant_overlap", "nonsignificant_overlap"
     }
@@ -170,7 +167,7 @@ def test_analysis_is_idempotent(tmp_path: Path) -> None:
 
 
 def stored_bytes() -> tuple[object, ...]:
-    """The stored analysis: its generation, global arrays and every block's bytes."""
+    """The stored analysis: its generation, rows and every block's bytes."""
     head = SeriesAnalysis.objects.get()
     blocks = sorted(
         tuple(bytes(v) if isinstance(v, bytes | memoryview) else v for v in row)
@@ -178,7 +175,7 @@ def stored_bytes() -> tuple[object, ...]:
             "release_id", "metric", "estimator", "row_start", *analysis.store.BLOCK_FIELDS
         )
     )
-    return head.generation, bytes(head.global_arrays), bytes(head.function_ids), blocks
+    return head.generation, bytes(head.run_counts), bytes(head.function_ids), blocks
 
 
 def test_analyse_all_series(tmp_path: Path) -> None:
@@ -214,7 +211,7 @@ def test_demo_analysis_finds_the_planted_changes() -> None:
     call_command("demo", stdout=io.StringIO())
     out = io.StringIO()
     call_command("export", "--series", "chromium-demo.example-load", "--what", "deviations",
-                 "--rule", "recommended", stdout=out)
+                 "--rule", "shifts", stdout=out)
     found = {(r["function"], r["to_release"]): r for r in json.loads(out.getvalue())
              if r["verdict"] in ("regression", "improvement")}
     assert found[("Paint", demo.RELEASES[8])]["verdict"] == "regression"
@@ -230,7 +227,7 @@ def test_demo_analysis_finds_the_planted_changes() -> None:
 
 def test_demo_flags_exactly_its_planted_changes_under_the_default_rule() -> None:
     call_command("demo", stdout=io.StringIO())
-    assert Series.objects.get(name="chromium-demo.example-load").default_rule == "segments"
+    assert Series.objects.get(name="chromium-demo.example-load").default_rule == "shifts"
     for metric in ("self", "total"):
         out = io.StringIO()
         call_command("export", "--series", "chromium-demo.example-load", "--what",
@@ -238,12 +235,20 @@ def test_demo_flags_exactly_its_planted_changes_under_the_default_rule() -> None
         found = {(r["function"], r["to_release"]): r["verdict"]
                  for r in json.loads(out.getvalue())
                  if r["verdict"] in ("regression", "improvement")}
-        assert found == {
+        planted = {
             ("Paint", demo.RELEASES[8]): "regression",
             ("Layout", demo.RELEASES[12]): "improvement",
             ("V8.ScriptCompiler", demo.RELEASES[4]): "regression",
             ("V8.ScriptCompiler", demo.RELEASES[8]): "improvement",
-        }, metric
+        }
+        assert {k: found.get(k) for k in planted} == planted, metric
+        # Total time: the task holding a changed function changes with it, at its release.
+        others = set(found) - set(planted)
+        if metric == "self":
+            assert not others
+        else:
+            assert {f for f, _ in others} <= {"ThreadControllerImpl::RunTask"}, others
+            assert {r for _, r in others} <= {r for _, r in planted}, others
 
 
 # --- incremental updates ---------------------------------------------------------------
@@ -325,7 +330,8 @@ def assert_same_as_full(series: Series) -> None:
         got = stored[kind]
         np.testing.assert_array_equal(got["function_ids"], full.function_ids)
         np.testing.assert_array_equal(got["release_ids"], full.columns.release_ids)
-        assert set(got) - {"function_ids", "release_ids"} == set(arrays), kind
+        assert set(got) - {"function_ids", "release_ids", "run_counts"} == set(arrays), kind
+        np.testing.assert_array_equal(got["run_counts"], full.columns.run_counts)
         for key, expected in arrays.items():
             assert got[key].dtype == expected.dtype, (kind, key)
             np.testing.assert_array_equal(got[key], expected, err_msg=f"{kind} {key}")
@@ -335,8 +341,8 @@ CALLS = itertools.count()
 
 
 def analysed_incrementally(series: Series) -> int:
-    """Analyse; return from how many releases' samples the window tests were recomputed
-    (fails on a full recompute; the segments rule loads every release).
+    """Analyse; return from how many releases' samples the shift rule's boundaries were
+    judged (fails on a full recompute).
 
     Every other call forgets the state this process remembers, so both ways of getting the
     stored analysis (remembered, read back) are checked.
@@ -344,15 +350,14 @@ def analysed_incrementally(series: Series) -> int:
     if next(CALLS) % 2:
         analysis._last.clear()
     message = analysis.analyse_series(series.pk)
-    match = re.search(r"incremental: \d+ releases? changed, window tests from (\d+), "
-                      r"segments from all (\d+) loaded", message)
+    match = re.search(r"incremental: \d+ releases? changed, \d+ boundaries judged from "
+                      r"(\d+) loaded releases", message)
     assert match, message
-    assert int(match.group(2)) == len(analysis.current_columns(series).release_ids)
     return int(match.group(1))
 
 
-# Releases within 2 * WINDOW - 1 of one change, plus the change itself.
-MOST_LOADED = 2 * (2 * analysis.WINDOW - 1) + 1
+# A change's windows: the longest reach before a boundary and after it, and the change.
+MOST_LOADED = MAX_BEFORE + MAX_AFTER + 2
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -387,7 +392,7 @@ def test_releases_inserted_out_of_order_match_a_full_recompute(seed: int) -> Non
 def test_runs_added_to_existing_releases_match_a_full_recompute(seed: int) -> None:
     data = RandomSeries(seed)
     for number in range(16):
-        # Some releases start with one run: not a column until the second arrives.
+        # Some releases start with one run: a column judged by the shift rule only.
         data.add_runs(number, 1 if number % 5 == 2 else int(data.rng.integers(2, 5)))
     analysis.analyse_series(data.series.pk)
     for _ in range(12):
@@ -405,31 +410,26 @@ def test_full_recompute_agrees_with_compare_matrix() -> None:
     samples = load_samples(data.series)
     stored = stored_arrays(data.series)
     for (metric, estimator, rule), got in stored.items():
-        if rule == "segments":  # test_segments_rule_is_segment_verdicts_of_every_run
-            continue
         expected = compare_matrix(samples.metric(metric), analysis.CONFIDENCE, rule=rule,
-                                  estimator=estimator, window=analysis.WINDOW, fdr=analysis.FDR,
-                                  min_relative_effect=analysis.MIN_RELATIVE_EFFECT)
+                                  estimator=estimator)
         # Verdict codes exactly; numbers up to summation order (means of padded releases).
         np.testing.assert_array_equal(got["verdict"], expected.verdict)
         np.testing.assert_array_equal(got["digression"], expected.digression)
+        np.testing.assert_array_equal(got["provisional"], expected.provisional)
         np.testing.assert_array_equal(got["n"], expected.n)
         chosen = expected.median if estimator == "median" else expected.mean
         for key, value in [("estimate", chosen.estimate), ("lo", chosen.lo), ("hi", chosen.hi),
                            ("gap", expected.gap), ("diff", expected.diff),
-                           ("p_value", expected.p_value), ("q_value", expected.q_value)]:
+                           ("diff_lo", expected.diff_lo), ("diff_hi", expected.diff_hi),
+                           ("p_value", expected.p_value), ("relative", expected.relative)]:
             np.testing.assert_allclose(got[key], value, rtol=1e-12, atol=1e-9, err_msg=key)
-        if rule == "recommended":
-            np.testing.assert_allclose(got["shift"], expected.shift, rtol=1e-12)
-    assert np.any(stored[("self", "median", "recommended")]["verdict"] >= 2)  # found steps
+    assert np.any(stored[("self", "median", "shifts")]["verdict"] >= 2)  # found steps
 
 
 def test_analysis_parameters_are_compare_matrix_defaults() -> None:
     defaults = inspect.signature(compare_matrix).parameters
     assert analysis.CONFIDENCE == defaults["confidence"].default
-    assert analysis.WINDOW == defaults["window"].default
-    assert analysis.FDR == defaults["fdr"].default
-    assert analysis.MIN_RELATIVE_EFFECT == defaults["min_relative_effect"].default
+    assert analysis.DIRECTION == defaults["direction"].default
 
 
 def test_a_vanished_run_or_new_parameters_recompute_everything(
@@ -444,8 +444,7 @@ def test_a_vanished_run_or_new_parameters_recompute_everything(
     message = analysis.analyse_series(data.series.pk)
     assert message == "12 functions × 8 releases analysed" or "incremental" not in message
     assert_same_as_full(data.series)
-    monkeypatch.setattr(analysis, "PARAMS", analysis.PARAMS + [0, 1, 0, 0, 0])
-    monkeypatch.setattr(analysis, "WINDOW", analysis.WINDOW + 1)
+    monkeypatch.setattr(analysis, "PARAMS", analysis.PARAMS + [0, 1])
     data.add_runs(8, 3)
     assert "incremental" not in analysis.analyse_series(data.series.pk)
     assert_same_as_full(data.series)
@@ -509,22 +508,43 @@ def analysed_incrementally_warm(series: Series) -> None:
 def test_new_functions_add_blocks_of_their_rows_only() -> None:
     data = RandomSeries(14, functions=6)
     late = Function.objects.create(series=data.series, name="late").pk
-    for number in range(6):
-        data.add_runs(number, 3)
+    for number in range(20):
+        data.add_runs(number, 5)
     analysis.analyse_series(data.series.pk)
     blocks = AnalysisBlock.objects.count()
-    add_flat_runs(data, 6, 3, [*data.fids, late])  # "late" appears in release 6 only
+    add_flat_runs(data, 20, 5, [*data.fids, late])  # "late" appears in release 20 only
+    columns = analysis.current_columns(data.series)
+    plan = analysis.plan(columns, analysis.store.read_state(data.series.pk))
+    rewritten = int(plan.changed.sum() + (plan.pairs | plan.boundaries)[~plan.changed[1:]].sum())
     assert "incremental" in analysis.analyse_series(data.series.pk)
-    # Releases 4..6 are rewritten (6 is new; its windows reach back to boundary 3, stored
-    # with release 4); releases 0..3 keep their blocks and gain one for the new row.
+    # The new release and those whose boundaries were judged again are rewritten; the other
+    # releases keep their blocks and gain one for the new row.
+    kept = 21 - rewritten
+    assert 0 < kept < 21
     tails = AnalysisBlock.objects.filter(row_start__gt=0)
-    assert tails.count() == 2 * 2 * 4
+    assert tails.count() == 2 * 2 * kept
     assert set(tails.values_list("rows", flat=True)) == {1}
     assert AnalysisBlock.objects.count() == blocks + 2 * 2 * 1 + tails.count()
     assert_same_as_full(data.series)
     view = analysis.read_analysis(data.series, "self", "median", "paper")
     row = list(view["function_ids"]).index(late)
-    np.testing.assert_array_equal(view["estimate"][row], [0, 0, 0, 0, 0, 0, 101])
+    np.testing.assert_array_equal(view["estimate"][row], [0] * 20 + [102])
+
+
+def test_a_new_release_loads_only_the_windows_it_touches() -> None:
+    """Issue 19, item 8: adding a release reads the releases of the windows it changes,
+    not the history."""
+    data = RandomSeries(20, functions=5)
+    for number in range(40):
+        data.add_runs(number, 5)
+    analysis.analyse_series(data.series.pk)
+    data.add_runs(40, 5)
+    loaded = analysed_incrementally(data.series)
+    win = shift_windows(np.full(41, 5))
+    provisional_start = int(win.start[~win.final].min())
+    assert loaded == 41 - min(provisional_start, int(win.start[np.flatnonzero(win.final)[-1]]))
+    assert loaded <= 17
+    assert_same_as_full(data.series)
 
 
 def test_an_update_computed_from_a_replaced_analysis_starts_again(
@@ -558,7 +578,7 @@ def test_an_update_writes_every_cell(monkeypatch: pytest.MonkeyPatch) -> None:
     def poisoned(cls, F: int, R: int, *, filled: bool = True):  # noqa: ANN001, ANN202, N803
         arrays = empty(cls, F, R, filled=True)
         if not filled:
-            for part in (*arrays.release.values(), *arrays.pair.values(), arrays.window):
+            for part in (*arrays.release.values(), *arrays.pair.values(), arrays.shift):
                 for value in part.values():
                     value.fill(77)
             arrays.n.fill(77)
@@ -594,13 +614,13 @@ def test_stale_series_are_analysed_by_the_beat_task() -> None:
 def test_columns_with_many_blocks_are_compacted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(analysis.store, "MAX_BLOCKS_PER_COLUMN", 3)
     data = RandomSeries(19, functions=5)
-    for number in range(8):
-        data.add_runs(number, 2)
+    for number in range(12):
+        data.add_runs(number, 10)
     analysis.analyse_series(data.series.pk)
     first = []
     for k in range(5):  # each new release brings a new function
         late = Function.objects.create(series=data.series, name=f"late{k}").pk
-        add_flat_runs(data, 8 + k, 2, [*data.fids, late])
+        add_flat_runs(data, 12 + k, 10, [*data.fids, late])
         analysed_incrementally(data.series)
         assert_same_as_full(data.series)
         per_column = AnalysisBlock.objects.filter(metric="self", estimator="median").values(
@@ -613,44 +633,32 @@ def test_columns_with_many_blocks_are_compacted(monkeypatch: pytest.MonkeyPatch)
     assert first == [2, 3, 1, 2, 3]
 
 
-def test_segments_rule_is_segment_verdicts_of_every_run() -> None:
+def test_shift_rule_is_shift_verdicts_of_every_run() -> None:
     data = RandomSeries(12)
     for number in range(14):
-        data.add_runs(number, int(data.rng.integers(2, 6)))
+        data.add_runs(number, int(data.rng.integers(1, 6)))
     series = data.series
     series.min_relative_change = 0.3  # some flags of the rule are below it
     series.save()
     analysis.analyse_series(series.pk)
     samples = load_samples(series)
+    runs = analysis.current_columns(series).run_counts
     demoted = 0
     for metric in analysis.METRICS:
-        x = samples.metric(metric)
-        expected = segment_verdicts(x, fdr=analysis.FDR,
-                                    min_relative_effect=analysis.MIN_RELATIVE_EFFECT)
-        absent = absent_releases(x)
-        before, after = absent[:, :-1], absent[:, 1:]
-        verdict = np.where(before & ~after, APPEARED, np.where(
-            ~before & after, VANISHED, np.where(before & after, NONSIGNIFICANT_OVERLAP,
-                                                expected.verdict)))
-        assert np.any(verdict == APPEARED)
-        assert np.any(verdict == VANISHED)
+        expected = shift_verdicts(samples.metric(metric), runs=runs)
         for estimator in analysis.ESTIMATORS:
-            stored = analysis.read_analysis(series, metric, estimator, "segments")
+            stored = analysis.read_analysis(series, metric, estimator, "shifts")
             np.testing.assert_array_equal(stored["function_ids"], samples.function_ids)
-            np.testing.assert_array_equal(stored["verdict"], verdict)
-            change = expected.change
-            np.testing.assert_array_equal(stored["p_value"][change], expected.p_value[change])
-            np.testing.assert_array_equal(stored["shift"][change], expected.shift[change])
-            assert np.all(np.isnan(stored["p_value"][~change]))
-            q = benjamini_hochberg(np.where(np.isnan(expected.p_value), 1.0,
-                                            expected.p_value))
-            np.testing.assert_allclose(stored["q_value"][change], q[change])
+            np.testing.assert_array_equal(stored["verdict"], expected.verdict)
+            for key in ("p_value", "diff", "diff_lo", "diff_hi", "before", "n_before",
+                        "n_after", "first", "last", "early", "change"):
+                np.testing.assert_array_equal(stored[key], getattr(expected, key), key)
             # What pages, exports and alerts read: the series' minimum practical change.
-            shown = selectors.stored_analysis(series, metric, estimator, "segments")
+            shown = selectors.stored_analysis(series, metric, estimator, "shifts")
             practical = practical_verdicts(
-                verdict, stored["diff"], stored["estimate"][:, :-1], min_relative=0.3,
+                expected.verdict, expected.diff, expected.before, min_relative=0.3,
                 min_absolute=series.min_absolute_change_us)
             np.testing.assert_array_equal(shown["verdict"], practical)
-            demoted += int(np.sum(practical != verdict))
-        assert np.any((verdict == REGRESSION) | (verdict == IMPROVEMENT))
+            demoted += int(np.sum(practical != expected.verdict))
+        assert np.any((expected.verdict == REGRESSION) | (expected.verdict == IMPROVEMENT))
     assert demoted > 0
