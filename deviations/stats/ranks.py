@@ -58,12 +58,14 @@ with a normal p-value of 0.2 or more cannot pass any Benjamini–Hochberg thresh
 
 def _mann_whitney_rows(
     left: FloatArray, right: FloatArray, exact_rows: npt.NDArray[np.bool_] | None = None,
+    pooled_ranks: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Row-wise Mann–Whitney test of ``right`` against ``left``.
 
     NaN entries are missing values. ``exact_rows`` (default: every row) limits the exact
     p-value given ties, a dynamic programme per row, to the rows whose p-value decides
-    something. Returns the signed z of the normal approximation
+    something. ``pooled_ranks``, an array of the shape of ``left`` and ``right`` side by
+    side, receives the pooled mid-ranks (NaN for missing values) for a second rank test. Returns the signed z of the normal approximation
     (tie and continuity corrected; positive: right larger), the two-sided p-value
     (exact when possible, see :func:`~deviations.stats.releases.compare_matrix`;
     otherwise the normal approximation) and
@@ -91,6 +93,8 @@ def _mann_whitney_rows(
     avg_rank = 0.5 * (first + last) + 1.0
     ties = (last - first + 1).astype(np.float64)
     valid_sorted = np.arange(width)[np.newaxis, :] < N[:, np.newaxis]
+    if pooled_ranks is not None:
+        np.put_along_axis(pooled_ranks, order, np.where(valid_sorted, avg_rank, np.nan), axis=1)
     rank_sum = np.sum(np.where(r_sorted, avg_rank, 0.0), axis=1)
     tie_term = np.sum(np.where(valid_sorted, ties * ties - 1.0, 0.0), axis=1)
     nl = n_left.astype(np.float64)
@@ -188,11 +192,16 @@ def _exact_two_sided_ties(doubled_ranks: IntArray, n_right: int, doubled_sum: in
     return min(1.0, 2.0 * min(lower, upper))
 
 
-def _midranks(a: FloatArray) -> FloatArray:
+def _midranks(a: FloatArray, *, presorted: bool = False) -> FloatArray:
     """Row-wise mid-ranks (1-based, ties averaged) in the original positions; NaN stays
-    NaN (missing values rank after every value and are masked out)."""
-    order = np.argsort(a, axis=1, kind="stable")
-    s = np.take_along_axis(a, order, axis=1)
+    NaN (missing values rank after every value and are masked out). ``presorted``: each
+    row is sorted already (NaN last), no sort needed."""
+    if presorted:
+        order = np.broadcast_to(np.arange(a.shape[1]), a.shape)
+        s = a
+    else:
+        order = np.argsort(a, axis=1, kind="stable")
+        s = np.take_along_axis(a, order, axis=1)
     width = s.shape[1]
     pos = np.broadcast_to(np.arange(width), s.shape)
     start = np.ones(s.shape, dtype=np.bool_)
@@ -201,13 +210,20 @@ def _midranks(a: FloatArray) -> FloatArray:
     end[:, :-1] = start[:, 1:]
     first = np.maximum.accumulate(np.where(start, pos, 0), axis=1)
     last = np.minimum.accumulate(np.where(end, pos, width - 1)[:, ::-1], axis=1)[:, ::-1]
-    ranks = np.empty(a.shape)
-    np.put_along_axis(ranks, order, 0.5 * (first + last) + 1.0, axis=1)
+    mid = 0.5 * (first + last) + 1.0
+    if presorted:
+        ranks = mid
+    else:
+        ranks = np.empty(a.shape)
+        np.put_along_axis(ranks, order, mid, axis=1)
     out: FloatArray = np.where(np.isnan(a), np.nan, ranks)
     return out
 
 
-def _brunner_munzel_rows(left: FloatArray, right: FloatArray) -> FloatArray:
+def _brunner_munzel_rows(
+    left: FloatArray, right: FloatArray, *, pooled: FloatArray | None = None,
+    presorted: bool = False,
+) -> FloatArray:
     r"""Row-wise two-sided p-value of the Brunner–Munzel test of ``right`` against
     ``left`` (NaN: missing), NaN where a side has fewer than two values.
 
@@ -230,15 +246,19 @@ def _brunner_munzel_rows(left: FloatArray, right: FloatArray) -> FloatArray:
     ----------
     E. Brunner, U. Munzel, "The nonparametric Behrens-Fisher problem: asymptotic theory
     and a small-sample approximation", Biometrical Journal 42(1), 17-25, 2000.
+
+    ``pooled``: the pooled mid-ranks when the caller has them (:func:`_mann_whitney_rows`
+    gives them); ``presorted``: each row of ``left`` and of ``right`` is sorted (NaN last).
     """
     n1 = np.sum(~np.isnan(left), axis=1).astype(np.float64)
     n2 = np.sum(~np.isnan(right), axis=1).astype(np.float64)
-    pooled = _midranks(np.concatenate([left, right], axis=1))
+    if pooled is None:
+        pooled = _midranks(np.concatenate([left, right], axis=1))
     # Placements R - W are half-integers: their sums and sums of squares are exact in
     # float64 whatever the order or the padding, so equal samples give equal p-values
     # however they are laid out. (The mean within-sample mid-rank is (n + 1) / 2.)
-    d1 = np.nan_to_num(pooled[:, : left.shape[1]] - _midranks(left))
-    d2 = np.nan_to_num(pooled[:, left.shape[1] :] - _midranks(right))
+    d1 = np.nan_to_num(pooled[:, : left.shape[1]] - _midranks(left, presorted=presorted))
+    d2 = np.nan_to_num(pooled[:, left.shape[1] :] - _midranks(right, presorted=presorted))
     r1 = np.nansum(pooled[:, : left.shape[1]], axis=1)
     r2 = np.nansum(pooled[:, left.shape[1] :], axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):

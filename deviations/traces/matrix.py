@@ -37,7 +37,8 @@ CHOICES = {
 }
 PER_RELEASE = ("estimate", "lo", "hi", "n")
 PER_PAIR = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "p_value", "relative",
-            "digression", "early", "provisional", "first", "last", "n_before", "n_after")
+            "digression", "early", "provisional", "final_within", "first", "last",
+            "n_before", "n_after")
 PER_PAGE = 100
 MAX_PER_PAGE = 2000
 

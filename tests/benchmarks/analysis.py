@@ -11,8 +11,8 @@ does (its ``Filler``: the same seed gives the same runs), analyses it once, then
 analysis a task would run (incremental), ``--repeat`` times. It prints, for both, the
 median wall time and the median CPU time of this process (``time.process_time``: every
 thread of the process, not PostgreSQL's), and where the analysis spent it: loading the
-runs (``analysis.load_columns``) and the segments rule (``analysis.segment_verdicts``,
-when the code has it). CPU time is what to compare on a shared machine: wall time moves
+runs (``analysis.load_columns``), the shift rule (``analysis._shift``) and the per-release
+statistics with the paper rule's pairs (``analysis._release_and_pairs``). CPU time is what to compare on a shared machine: wall time moves
 with the other jobs' load.
 
 The last line printed is
@@ -79,7 +79,7 @@ def main() -> None:
     from deviations.traces import analysis
 
     print(f"deviations from {os.path.dirname(analysis.__file__)}")
-    for name in ("load_columns", "segment_verdicts"):
+    for name in ("load_columns", "_shift", "_release_and_pairs"):
         _timed_calls(analysis, name)
     call_command("migrate", verbosity=0)
     filler = Filler(args.functions, args.runs, args.releases, args.seed)
@@ -98,7 +98,7 @@ def main() -> None:
     full = [statistics.median(x) for x in zip(*fulls, strict=True)]
     update = [statistics.median(x) for x in zip(*updates, strict=True)]
     print(f"full_s={full[0]:.3f} full_cpu_s={full[1]:.3f} incremental_s={update[0]:.3f} "
-          f"incremental_cpu_s={update[1]:.3f}")
+          f"incremental_cpu_s={update[1]:.3f} incremental_vs_full_cpu={update[1] / full[1]:.3f}")
 
 
 if __name__ == "__main__":

@@ -225,7 +225,7 @@ def _moses_rank(m: int, n: int, confidence: float) -> int:
 
 
 def _shift_intervals(
-    left: FloatArray, right: FloatArray, confidence: float
+    left: FloatArray, right: FloatArray, confidence: float, *, presorted: bool = False,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Row-wise Hodges–Lehmann shift of ``right`` against ``left`` (NaN: missing) and its
     Moses interval: the median and the ``k``-th smallest and largest of the pairwise
@@ -236,7 +236,8 @@ def _shift_intervals(
     """
     F = left.shape[0]
     est, lo, hi = np.full(F, np.nan), np.full(F, np.nan), np.full(F, np.nan)
-    ls, rs = np.sort(left, axis=1), np.sort(right, axis=1)  # NaN last
+    # Each row sorted, NaN last (``presorted``: the caller did it).
+    ls, rs = (left, right) if presorted else (np.sort(left, axis=1), np.sort(right, axis=1))
     m_all = np.sum(~np.isnan(left), axis=1)
     n_all = np.sum(~np.isnan(right), axis=1)
     ok = (m_all > 0) & (n_all > 0)
@@ -249,20 +250,31 @@ def _shift_intervals(
         rows = rows_ok[inverse.ravel() == g]
         N = m * n
         k = _moses_rank(m, n, confidence)
-        kth = sorted({k - 1, N - k, (N - 1) // 2, N // 2})
+        half = N // 2
         step = max(1, _PAIRWISE_CHUNK // N)
         for c in range(0, len(rows), step):
             r = rows[c : c + step]
             d = (rs[r, :n][:, None, :] - ls[r, :m][:, :, None]).reshape(len(r), N)
-            part = np.partition(d, kth, axis=1)
-            est[r] = 0.5 * (part[:, (N - 1) // 2] + part[:, N // 2])
-            lo[r] = part[:, k - 1]
-            hi[r] = part[:, N - k]
+            if N < 4:
+                d.sort(axis=1)
+                est[r] = 0.5 * (d[:, (N - 1) // 2] + d[:, half])
+                lo[r], hi[r] = d[:, k - 1], d[:, N - k]
+                continue
+            # One partition at the middle, then each half once: three single-rank
+            # selections cost a fraction of one partition at four ranks.
+            d.partition(half, axis=1)
+            upper = d[:, half]
+            est[r] = 0.5 * (upper + (d[:, :half].max(axis=1) if N % 2 == 0 else upper))
+            below, above = d[:, :half], d[:, half:]
+            lo[r] = (np.partition(below, k - 1, axis=1)[:, k - 1] if k - 1 < half
+                     else upper)
+            j = N - k - half
+            hi[r] = np.partition(above, j, axis=1)[:, j] if j > 0 else upper
     return est, lo, hi
 
 
-def _median_rows(a: FloatArray) -> FloatArray:
-    s = np.sort(a, axis=1)
+def _median_rows(a: FloatArray, *, presorted: bool = False) -> FloatArray:
+    s = a if presorted else np.sort(a, axis=1)
     n = np.sum(~np.isnan(a), axis=1)
     lo = np.take_along_axis(s, np.maximum((n - 1) // 2, 0)[:, None], axis=1)[:, 0]
     hi = np.take_along_axis(s, np.maximum(n // 2, 0)[:, None], axis=1)[:, 0]
@@ -430,16 +442,20 @@ def shift_verdicts(
             nxt = np.where(cuts[:, k + 1 :], edges[k + 1 :], W - 1).min(axis=1, initial=W - 1)
             seg_first, seg_last = prev + 1, nxt
             left, right = _sides(xw, seg_first, k, seg_last)
+            # Sorted once (NaN last) for every statistic below; none depends on the order.
+            left.sort(axis=1)
+            right.sort(axis=1)
             cut = cuts[:, k]
             # Only a change point can become a deviation: the exact p-value given ties
             # (a dynamic programme per row) is computed where it decides one.
-            _, p_mw, _ = _mann_whitney_rows(left, right, exact_rows=cut)
+            pooled = np.empty((F, left.shape[1] + right.shape[1]))
+            _, p_mw, _ = _mann_whitney_rows(left, right, exact_rows=cut, pooled_ranks=pooled)
             # Both Mann–Whitney (exact for small samples) and Brunner–Munzel (valid when
             # the spread changes too) must reject: the larger p-value is the test's.
-            p_bm = _brunner_munzel_rows(left, right)
+            p_bm = _brunner_munzel_rows(left, right, pooled=pooled, presorted=True)
             p = np.where(np.isnan(p_bm), p_mw, np.fmax(p_mw, p_bm))
-            est, d_lo, d_hi = _shift_intervals(left, right, confidence)
-            med_left = _median_rows(left)
+            est, d_lo, d_hi = _shift_intervals(left, right, confidence, presorted=True)
+            med_left = _median_rows(left, presorted=True)
             nl, nr = np.sum(~np.isnan(left), axis=1), np.sum(~np.isnan(right), axis=1)
             significant = p <= alpha
             excludes = (d_lo > 0) | (d_hi < 0)
