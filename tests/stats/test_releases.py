@@ -19,13 +19,13 @@ from deviations.stats.intervals import (
 )
 from deviations.stats.releases import (
     APPEARED,
+    DIGRESSION_SPAN,
     IMPROVEMENT,
     NO_VERDICT,
     NONSIGNIFICANT_OVERLAP,
     REGRESSION,
     SIGNIFICANT_OVERLAP,
     VANISHED,
-    DIGRESSION_SPAN,
     VERDICTS,
     Comparison,
     absent_releases,
