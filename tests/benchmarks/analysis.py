@@ -12,7 +12,8 @@ analysis a task would run (incremental), ``--repeat`` times. It prints, for both
 median wall time and the median CPU time of this process (``time.process_time``: every
 thread of the process, not PostgreSQL's), and where the analysis spent it: loading the
 runs (``analysis.load_columns``), the shift rule (``analysis._shift``) and the
-per-release statistics with the paper rule's pairs (``analysis._release_and_pairs``). CPU time is what to compare on a shared machine: wall time moves
+per-release statistics with the paper rule's pairs (``analysis._release_and_pairs``).
+CPU time is what to compare on a shared machine: wall time moves
 with the other jobs' load.
 
 The last line printed is
