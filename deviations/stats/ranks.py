@@ -66,8 +66,8 @@ def _mann_whitney_rows(
     p-value given ties, a dynamic programme per row, to the rows whose p-value decides
     something. ``pooled_ranks``, an array of the shape of ``left`` and ``right`` side
     by side, receives the pooled mid-ranks (NaN for missing values) for a second test.
-    Returns the signed z of the normal approximation (tie and continuity corrected; positive: right larger), the two-sided p-value
-    (exact when possible, see :func:`~deviations.stats.releases.compare_matrix`;
+    Returns the signed z of the normal approximation (tie and continuity corrected;
+    positive: right larger), the two-sided p-value (exact when possible;
     otherwise the normal approximation) and
     ``(median(right) - median(left)) / |median(left)|``.
     """
