@@ -202,7 +202,7 @@ class Perfherder:
         fore = _weighted(v[:, i : i + k], np.ones((v.shape[0], k), dtype=np.bool_))
         return _calc_t(back, fore), back[2], back[3], fore[3]
 
-    def _sweep(self, v: np.ndarray, counts: np.ndarray, start: np.ndarray) -> _Sweep:
+    def sweep(self, v: np.ndarray, counts: np.ndarray, start: np.ndarray) -> _Sweep:
         """``detect_changes``' first loop over every point, each function from its
         ``start``, fore windows to the end of ``v``."""
         F, R = v.shape[:2]  # noqa: N806
@@ -236,7 +236,7 @@ class Perfherder:
             if counts[i : i + k].sum() >= self.fore_window:
                 full_at[i] = i + k
         start = np.zeros(F, dtype=np.int64)
-        sweep = self._sweep(v, counts, start)
+        sweep = self.sweep(v, counts, start)
         code = np.full((F, R - 1), NO_VERDICT, dtype=np.int8)
         out = np.full((R - 1, F, R - 1), NOT_YET, dtype=np.int8)
         pos = np.arange(R)[None, :]
@@ -273,7 +273,7 @@ class Perfherder:
                 new_start = start.copy()
                 np.maximum.at(new_start, f, i + 1)
                 start = new_start
-                again = self._sweep(v[moved], counts, start[moved])
+                again = self.sweep(v[moved], counts, start[moved])
                 for name in ("t", "lsr", "prev_n", "back_mean", "fore_mean"):
                     getattr(sweep, name)[moved] = getattr(again, name)
             out[r - 2, :, : r - 1] = code[:, : r - 1]
