@@ -45,8 +45,9 @@ from tests.simulations.verdict_scoring import Tally, score, size_label
 Rule = Callable[[np.ndarray], np.ndarray]
 
 BUILT_IN: dict[str, Rule] = {**dashboard_rules.RULES, **baselines.RULES}
-DEFAULT_RULES = ("paper", "paper_mean", "recommended", "segments", "segments_raw",
-                 "perfherder", "perfherder_runs", "otava")
+DEFAULT_RULES = ("paper", "paper_mean", "recommended", "segments", "paper_raw",
+                 "paper_mean_raw", "recommended_raw", "segments_raw", "perfherder",
+                 "perfherder_runs", "otava")
 REPLAY_RULES = ("segments", "recommended")
 
 

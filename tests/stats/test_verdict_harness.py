@@ -318,6 +318,16 @@ def test_dashboard_rules_leave_out_one_run_releases_as_the_analysis_does():
     assert np.all(dashboard_rules.RULES["segments"](one_run) == NO_VERDICT)
 
 
+@pytest.mark.parametrize("name", ["recommended", "recommended_raw"])
+def test_the_incremental_recommended_replay_equals_the_rule_on_every_prefix(name):
+    s = release_series.simulate("realistic", (1, 4), 20, functions=40, noise="fitted", seed=4)
+    rule = dashboard_rules.RULES[name]
+    incremental = finality.replay(rule, s.samples)
+    one_by_one = finality.replay(lambda x: rule(x), s.samples)
+    np.testing.assert_array_equal(incremental, one_by_one)
+    assert ((incremental == REGRESSION) | (incremental == IMPROVEMENT)).sum() > 10
+
+
 def test_dashboard_rules_apply_the_default_minimum_practical_change():
     x = np.empty((2, 4, 10))
     x[0] = 1000.0 + np.arange(10) * 0.01  # ×1.05 at boundary 1: significant, under 10%
