@@ -17,7 +17,7 @@ Functions (their share of a matrix is the scenario's ``mix``):
     least :data:`MIN_GAP` releases apart (the level holds that long between two).
 ``digression``
     A step that comes back after 2–4 releases: both ends are planted boundaries, in
-    opposite directions, of the same size (sizes as steps).
+    opposite directions, of the same size (sizes, and how many a function, as steps).
 ``spread``
     From a release on, the log residuals are ×2–×3 wider around the noise's own median:
     the median time is unchanged, so any flag on the function is false.
@@ -280,8 +280,11 @@ def simulate(
 ) -> Series:
     """One seeded matrix of ``scenario`` (module docstring).
 
-    ``donors`` (:func:`tests.simulations.tracerbench_noise.donors`) are needed for
-    ``noise="tracerbench"``; ``jitter=None`` takes the scenario's default.
+    ``runs``: runs of every release, or ``(lo, hi)`` for a uniform count in ``lo..hi``
+    per release (the same for every function). ``donors``
+    (:func:`tests.simulations.tracerbench_noise.donors`) are needed for
+    ``noise="tracerbench"``; ``jitter=None`` takes the scenario's default;
+    ``step_sizes``: the sizes steps and digressions take in turn.
     """
     sc = SCENARIOS[scenario] if isinstance(scenario, str) else scenario
     if releases < 2 * MARGIN + 2:

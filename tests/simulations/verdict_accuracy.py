@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import sys
 import time
@@ -121,76 +122,165 @@ def evaluate(
     return results
 
 
-def _print_table(title: str, rules: list[str], rows: list[tuple[list[str], dict[str, str]]],
-                 head: list[str]) -> None:
-    print(f"\n{title}\n")
-    print("| " + " | ".join(head + rules) + " |")
-    print("|" + "---|" * (len(head) + len(rules)))
-    for label, cells in rows:
-        print("| " + " | ".join(label + [cells[r] for r in rules]) + " |")
+#: Issue 19's accuracy targets (item 6), each pooled over the series lengths of one run
+#: count (realistic scenario): (label, runs, step size or None for false flags, target).
+TARGETS: tuple[tuple[str, str, float | None, str], ...] = (
+    ("×1.5 steps found, 1 run", "1", 1.5, "≥ 90%"),
+    ("×1.2 steps found, 1 run", "1", 1.2, "≥ 60%"),
+    ("×1.5 steps found, 3 runs", "3", 1.5, "≥ 98%"),
+    ("×1.1 steps found, 5 runs", "5", 1.1, "≥ 70%"),
+    ("×1.2 steps found, 5 runs", "5", 1.2, "≥ 95%"),
+    ("×1.5 steps found, 5 runs", "5", 1.5, "≥ 98%"),
+    ("×1.5 steps found, 10 runs", "10", 1.5, "≥ 98%"),
+    ("false flags per stable boundary, 1 run", "1", None, "≤ 0.05%"),
+    ("false flags per stable boundary, 3 runs", "3", None, "≤ 0.05%"),
+    ("false flags per stable boundary, 5 runs", "5", None, "≤ 0.05%"),
+    ("false flags per stable boundary, 10 runs", "10", None, "≤ 0.05%"),
+)
 
 
-def print_tables(results: dict[Key, dict[str, Tally]], rules: list[str],
-                 sizes: tuple[float, ...]) -> None:
-    keys = [k for k in results if k[0] != "machine"]
-    head = ["scenario", "runs", "releases"]
-    step_rows = []
-    for key in keys:
-        for s in sizes:
-            k = f"found {ROLE_NAMES[STEP]} {size_label(s)}"
-            if any(results[key][r].counts.get(k) for r in rules):
-                step_rows.append(([*map(str, key), size_label(s)],
-                                  {r: results[key][r].cell(k) for r in rules}))
-    _print_table("**Steps found on their boundary, right direction** (by step size)", rules,
-                 step_rows, [*head, "step"])
+class Report:
+    """The markdown tables of :func:`evaluate`'s results. ``compact``: cells are
+    percentages and each row names its denominator (the same for every rule: the same
+    matrices), instead of ``"95.0% (190/200)"`` cells."""
 
-    def simple(title: str, metric: str, which: list[Key], digits: int = 1) -> None:
-        rows = [([*map(str, key)], {r: results[key][r].cell(metric, digits) for r in rules})
-                for key in which if any(results[key][r].counts.get(metric) for r in rules)]
+    def __init__(self, results: dict[Key, dict[str, Tally]], rules: list[str],
+                 compact: bool = False) -> None:
+        self.results = results
+        self.rules = rules
+        self.compact = compact
+        self.keys = [k for k in results if k[0] != "machine"]
+        self.machine = [k for k in results if k[0] == "machine"]
+
+    def table(self, title: str, head: list[str],
+              rows: list[tuple[list[str], dict[str, Tally], str, int]]) -> None:
+        """Rows of (labels, tally per rule, counted key, digits); rows counting nothing are
+        left out, a table without rows too."""
+        kept = [r for r in rows if any(t.counts.get(r[2], (0, 0))[1] for t in r[1].values())]
+        if not kept:
+            return
+        extra = ["of"] if self.compact else []
+        print(f"\n{title}\n")
+        print("| " + " | ".join(head + extra + self.rules) + " |")
+        print("|" + "---|" * (len(head) + len(extra) + len(self.rules)))
+        for labels, tallies, key, digits in kept:
+            if self.compact:
+                total = max(t.counts.get(key, (0, 0))[1] for t in tallies.values())
+                cells = [str(total)]
+                for r in self.rules:
+                    rate = tallies[r].rate(key)
+                    cells.append("–" if rate is None else f"{100 * rate:.{digits}f}%")
+            else:
+                cells = [tallies[r].cell(key, digits) for r in self.rules]
+            print("| " + " | ".join(labels + cells) + " |")
+
+    def simple(self, title: str, key: str, which: list[Key], digits: int = 1) -> None:
+        self.table(title, ["scenario", "runs", "releases"],
+                   [([*map(str, k)], self.results[k], key, digits) for k in which])
+
+    def targets(self) -> None:
+        """Issue 19's targets, each pooled over the lengths of its run count."""
+        rows = []
+        for label, runs, size, target in TARGETS:
+            pooled: dict[str, Tally] = defaultdict(Tally)
+            for k in self.keys:
+                if k[0] == "realistic" and k[1] == runs:
+                    for r in self.rules:
+                        pooled[r].merge(self.results[k][r])
+            if pooled:
+                key = "false flags" if size is None else (
+                    f"found {ROLE_NAMES[STEP]} {size_label(size)}")
+                rows.append(([label, target], dict(pooled), key, 2 if size is None else 1))
+        lengths = sorted({k[2] for k in self.keys})
+        self.table("**Issue 19's targets** (realistic scenario, pooled over "
+                   f"{', '.join(map(str, lengths))} releases)", ["measure", "target"], rows)
+
+    def print(self) -> None:
+        step_rows = []
+        for k in self.keys:
+            for s in STEP_SIZES:
+                step_rows.append(([*map(str, k), size_label(s)], self.results[k],
+                                  f"found {ROLE_NAMES[STEP]} {size_label(s)}", 1))
+        self.targets()
+        self.table("**Steps found on their boundary, right direction** (by step size)",
+                   ["scenario", "runs", "releases", "step"], step_rows)
+        keys, simple = self.keys, self.simple
+        simple("**Digression ends found** (each end on its boundary, right direction)",
+               "found digression end", keys)
+        simple("**Digressions with both ends found**", "both ends", keys)
+        simple("**False flags per stable boundary** (stable functions)", "false flags", keys, 2)
+        simple("**Misplaced flags** (boundaries of step and digression functions where "
+               "nothing was planted)", "misplaced", keys, 2)
+        simple("**Planted boundaries flagged the wrong way**", "wrong direction", keys, 2)
+        simple("**Spread-only functions: flags per boundary** (all false)", "spread", keys, 2)
+        simple("**Spread-only functions: flags where the spread widens**",
+               "spread at its release", keys)
+        simple("**Outlier bursts: flags on boundaries touching a burst** (all false)", "burst",
+               keys)
+        simple("**Outlier bursts: flags on the other boundaries of those functions**",
+               "burst elsewhere", keys, 2)
+        simple("**Drifts: flags per boundary inside a drift** (reported apart)", "drift",
+               keys, 2)
+        simple("**Drifts with at least one flag inside**", "drifts flagged", keys)
+        self.drift_positions()
+        simple("**Machine change found** (every function shifted ×1.15 or ×0.9 at one "
+               "release)", "found machine change", self.machine)
+        simple("**False flags per stable boundary, machine scenario** (all but the machine "
+               "change's)", "false flags", self.machine, 2)
+        first = self.rules[0]
+        touching = [([*map(str, k)], {"planted": self.results[k][first]}, "one-run side", 1)
+                    for k in keys + self.machine
+                    if self.results[k][first].counts.get("one-run side", (0, 0))[0]]
+        if touching:
+            rules, self.rules = self.rules, ["planted"]
+            self.table("**Planted boundaries touching a one-run release** (the dashboard's "
+                       "rules give them no verdict: not found)",
+                       ["scenario", "runs", "releases"], touching)
+            self.rules = rules
+
+    def drift_positions(self) -> None:
+        rows = []
+        for k in self.keys:
+            if not any(self.results[k][r].counts.get("drift") for r in self.rules):
+                continue
+            cells = []
+            for r in self.rules:
+                first = self.results[k][r].values.get("drift first flag %", [])
+                into = self.results[k][r].values.get("drift releases in", [])
+                cells.append(f"{np.median(first):.1f}% after {np.median(into):.0f} rel. "
+                             f"(n = {len(into)})" if first else "–")
+            rows.append([*map(str, k), *cells])
         if rows:
-            _print_table(title, rules, rows, head)
+            print("\n**Drifts: where flags fall** (median cumulative change at a drift's first "
+                  "flag, median releases into the drift of all flags, flags)\n")
+            print("| " + " | ".join(["scenario", "runs", "releases", *self.rules]) + " |")
+            print("|" + "---|" * (3 + len(self.rules)))
+            for row in rows:
+                print("| " + " | ".join(row) + " |")
 
-    simple("**Digression ends found** (each end on its boundary, right direction)",
-           "found digression end", keys)
-    simple("**Digressions with both ends found**", "both ends", keys)
-    simple("**False flags per stable boundary** (stable functions)", "false flags", keys, 2)
-    simple("**Misplaced flags** (boundaries of step and digression functions where nothing "
-           "was planted)", "misplaced", keys, 2)
-    simple("**Planted boundaries flagged the wrong way**", "wrong direction", keys, 2)
-    simple("**Spread-only functions: flags per boundary** (all false)", "spread", keys, 2)
-    simple("**Spread-only functions: flags where the spread widens**",
-           "spread at its release", keys)
-    simple("**Outlier bursts: flags on boundaries touching a burst** (all false)", "burst",
-           keys)
-    simple("**Outlier bursts: flags on the other boundaries of those functions**",
-           "burst elsewhere", keys, 2)
-    simple("**Drifts: flags per boundary inside a drift** (reported apart)", "drift", keys, 2)
-    simple("**Drifts with at least one flag inside**", "drifts flagged", keys)
-    drift_rows = []
-    for key in keys:
-        cells = {}
-        for r in rules:
-            first = results[key][r].values.get("drift first flag %", [])
-            into = results[key][r].values.get("drift releases in", [])
-            cells[r] = (f"{np.median(first):.1f}% after {np.median(into):.0f} rel. "
-                        f"(n = {len(into)})" if first else "–")
-        if any(results[key][r].counts.get("drift") for r in rules):
-            drift_rows.append(([*map(str, key)], cells))
-    if drift_rows:
-        _print_table("**Drifts: where flags fall** (median cumulative change at a drift's "
-                     "first flag, median releases into the drift of all flags)", rules,
-                     drift_rows, head)
-    machine = [k for k in results if k[0] == "machine"]
-    simple("**Machine change found** (every function shifted ×1.15 or ×0.9 at one release)",
-           "found machine change", machine)
-    simple("**False flags per stable boundary, machine scenario** (all but the machine "
-           "change's)", "false flags", machine, 2)
-    first = rules[0]
-    touching = [([*map(str, key)], {"planted": results[key][first].cell("one-run side")})
-                for key in keys + machine if results[key][first].counts["one-run side"][0]]
-    if touching:
-        _print_table("**Planted boundaries touching a one-run release** (the dashboard's "
-                     "rules give them no verdict: not found)", ["planted"], touching, head)
+
+def save(results: dict[Key, dict[str, Tally]], path: Path) -> None:
+    """The counts and values of every (scenario, runs, releases) and rule, as JSON."""
+    out = [{"scenario": k[0], "runs": k[1], "releases": k[2],
+            "rules": {r: {"counts": dict(t.counts), "values": dict(t.values)}
+                      for r, t in per_rule.items()}} for k, per_rule in results.items()]
+    path.write_text(json.dumps(out))
+
+
+def load(path: Path) -> dict[Key, dict[str, Tally]]:
+    """What :func:`save` wrote."""
+    results: dict[Key, dict[str, Tally]] = {}
+    for row in json.loads(path.read_text()):
+        per_rule: dict[str, Tally] = {}
+        for r, got in row["rules"].items():
+            t = Tally()
+            for key, (hits, total) in got["counts"].items():
+                t.add(key, hits, total)
+            for key, values in got["values"].items():
+                t.values[key].extend(values)
+            per_rule[r] = t
+        results[(row["scenario"], row["runs"], int(row["releases"]))] = per_rule
+    return results
 
 
 def _ages(a: np.ndarray) -> str:
@@ -252,8 +342,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--releases", default=None, help="series lengths, e.g. 24,60,120")
     parser.add_argument("--scenarios", default="realistic,machine",
                         help=f"of {', '.join(release_series.SCENARIOS)}")
+    parser.add_argument("--compact", action="store_true",
+                        help="percentages, with each row's denominator in a column")
+    parser.add_argument("--save", type=Path, default=None,
+                        help="also write the counts to this JSON file")
+    parser.add_argument("--load", type=Path, default=None,
+                        help="print the tables of a --save file instead of simulating")
     args = parser.parse_args(argv)
 
+    if args.load:
+        results = load(args.load)
+        rules_seen = list(next(iter(results.values()))) if results else []
+        Report(results, rules_seen, args.compact).print()
+        return
     started = time.perf_counter()
     noise, donors, why = release_series.noise_source(args.noise, args.traces)
     if why:
@@ -291,7 +392,9 @@ def main(argv: list[str] | None = None) -> None:
                           for s in scenarios))
         results = evaluate(rules, scenarios, runs_list, lengths, seeds, functions, noise,
                            donors, args.seed, timings)
-        print_tables(results, list(rules), STEP_SIZES)
+        if args.save:
+            save(results, args.save)
+        Report(results, list(rules), args.compact).print()
     elapsed = time.perf_counter() - started
     print(f"\nTime: {elapsed:.0f} s wall; CPU per rule: "
           + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items()))

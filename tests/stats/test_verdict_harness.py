@@ -532,6 +532,24 @@ def test_the_command_prints_tables_for_built_in_and_imported_rules(capsys):
     assert "**Machine change found**" in out
     assert "| machine | 1–3 | 12 |" in out
     assert "Time:" in out
+    assert "**Issue 19's targets**" in out
     with pytest.raises(SystemExit):
         verdict_accuracy.load_rule("no_such_rule")
     assert verdict_accuracy.parse_runs("1,10,1-5") == [1, 10, (1, 5)]
+
+
+def test_saved_counts_print_the_same_tables(tmp_path, capsys):
+    args = ["--rules", "paper,segments_raw", "--runs", "5", "--releases", "12", "--functions",
+            "30", "--seeds", "1", "--noise", "fitted", "--scenarios", "realistic"]
+    verdict_accuracy.main([*args, "--save", str(tmp_path / "counts.json")])
+    printed = capsys.readouterr().out
+    verdict_accuracy.main(["--load", str(tmp_path / "counts.json")])
+    again = capsys.readouterr().out
+    tables = printed[printed.index("**Issue 19"):printed.index("Time:")].strip()
+    assert again.strip() == tables
+    verdict_accuracy.main(["--load", str(tmp_path / "counts.json"), "--compact"])
+    compact = capsys.readouterr().out
+    assert "| scenario | runs | releases | step | of | paper | segments_raw |" in compact
+    rows = compact.split("| scenario | runs | releases | step |")[1].split("**Digression")[0]
+    assert "%" in rows
+    assert "(" not in rows
