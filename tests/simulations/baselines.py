@@ -245,7 +245,7 @@ class Perfherder:
             first_partial = int(np.argmin(full)) if not full.all() else R
             t_next = np.zeros((F, R))
             t_next[:, :-1] = sweep.t[:, 1:]
-            if first_partial < r:
+            if 0 < first_partial < r:
                 # The next point's t from the data there is (its fore window not full yet).
                 got = self._t_at(v, counts, first_partial, start,
                                  sweep.lsr[:, first_partial], r)[0]
