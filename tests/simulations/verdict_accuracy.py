@@ -49,7 +49,8 @@ BUILT_IN: dict[str, Rule] = {**dashboard_rules.RULES, **baselines.RULES}
 DEFAULT_RULES = ("paper", "paper_mean", "recommended", "segments", "paper_raw",
                  "paper_mean_raw", "recommended_raw", "segments_raw", "perfherder",
                  "perfherder_runs", "otava")
-REPLAY_RULES = ("segments", "recommended")
+REPLAY_RULES = ("segments", "segments_raw", "recommended", "recommended_raw", "perfherder",
+                "perfherder_runs")
 
 
 def cpu() -> float:
