@@ -17,7 +17,13 @@ from django.urls import reverse
 from deviations.core import packing, versions
 from deviations.core.forms import validated
 from deviations.core.models import Annotation
-from deviations.stats.releases.rules import DEFAULT_RULE, RULE_NAMES, RULES
+from deviations.stats.releases.rules import (
+    DEFAULT_RULE,
+    MIN_ABSOLUTE_CHANGE_US,
+    MIN_RELATIVE_CHANGE,
+    RULE_NAMES,
+    RULES,
+)
 
 if TYPE_CHECKING:  # numpy is imported where arrays are made, not when Django starts
     import numpy as np
@@ -26,13 +32,6 @@ if TYPE_CHECKING:  # numpy is imported where arrays are made, not when Django st
 #: The rules a series can show by default, with the words pages use for them
 #: (``deviations.stats.releases.RULES``; docs/statistics.md).
 RULE_CHOICES = [(name, RULES[name].label) for name in RULE_NAMES]
-
-
-#: Default minimum practical change of a new series (docs/statistics.md, "Minimum practical
-#: change": chosen from the false flags and recall measured at each setting).
-MIN_RELATIVE_CHANGE = 0.02
-#: Chrome's trace clock counts whole microseconds: a change under 2 µs is one or two ticks.
-MIN_ABSOLUTE_CHANGE_US = 2.0
 
 
 def _validate_series_name(value: str) -> None:

@@ -5,7 +5,7 @@ Run from the project root::
     .venv/bin/python -m tests.simulations.verdict_accuracy --quick       # a couple of minutes
     .venv/bin/python -m tests.simulations.verdict_accuracy               # the full tables
     .venv/bin/python -m tests.simulations.verdict_accuracy --replay      # finality (slow)
-    .venv/bin/python -m tests.simulations.verdict_accuracy --rules segments,my.module:rule
+    .venv/bin/python -m tests.simulations.verdict_accuracy --rules shifts,my.module:rule
 
 Prints markdown tables, one row per scenario × runs per release × releases (× step size),
 one column per rule; every cell is a percentage with its count and denominator. The
@@ -15,14 +15,14 @@ there), scored by :mod:`tests.simulations.verdict_scoring`; ``--replay`` adds th
 finality figures of :mod:`tests.simulations.finality`. Seeded: the same command prints
 the same numbers (the seed of each matrix is printed with its scenario).
 
-Rules (``--rules``, comma-separated): the dashboard's (``paper``, ``paper_mean``,
-``recommended``, ``segments``, each with the default minimum practical change, and
-``*_raw`` without it: :mod:`tests.simulations.dashboard_rules`), the baselines
-``perfherder``, ``perfherder_runs`` and ``otava`` (:mod:`tests.simulations.baselines`;
-Otava is skipped, with the reason, without ``.venv-otava``), or ``module.path:callable``:
-any callable from ``samples`` (functions × releases × runs, µs, NaN-padded) to int8
-verdict codes (functions × releases - 1; 2 regression, 3 improvement), imported, so a
-new rule plugs in as it is (it applies its own minimum practical change, if any).
+Rules (``--rules``, comma-separated): the dashboard's (``shifts``, ``paper``,
+``paper_mean``, each with a new series' default minimum practical change, and ``*_raw``
+without it: :mod:`tests.simulations.dashboard_rules`), the baselines ``perfherder``,
+``perfherder_runs`` and ``otava`` (:mod:`tests.simulations.baselines`; Otava is skipped,
+with the reason, without ``.venv-otava``), or ``module.path:callable``: any callable from
+``samples`` (functions × releases × runs, µs, NaN-padded) to int8 verdict codes
+(functions × releases - 1; 2 regression, 3 improvement), imported, so a new rule plugs in
+as it is (it applies its own minimum practical change, if any).
 """
 
 from __future__ import annotations
@@ -46,11 +46,9 @@ from tests.simulations.verdict_scoring import Tally, score, size_label
 Rule = Callable[[np.ndarray], np.ndarray]
 
 BUILT_IN: dict[str, Rule] = {**dashboard_rules.RULES, **baselines.RULES}
-DEFAULT_RULES = ("paper", "paper_mean", "recommended", "segments", "paper_raw",
-                 "paper_mean_raw", "recommended_raw", "segments_raw", "perfherder",
-                 "perfherder_runs", "otava")
-REPLAY_RULES = ("segments", "segments_raw", "recommended", "recommended_raw", "perfherder",
-                "perfherder_runs")
+DEFAULT_RULES = ("shifts", "paper", "paper_mean", "shifts_raw", "paper_raw", "paper_mean_raw",
+                 "perfherder", "perfherder_runs", "otava")
+REPLAY_RULES = ("shifts", "shifts_raw", "perfherder", "perfherder_runs")
 
 
 def cpu() -> float:

@@ -302,24 +302,31 @@ def test_the_replay_refuses_a_rule_of_the_wrong_shape():
 # --- the dashboard's rules as the harness applies them -------------------------------------
 
 
-def test_dashboard_rules_leave_out_one_run_releases_as_the_analysis_does():
+def test_dashboard_rules_judge_one_run_releases_as_the_analysis_does():
+    """The shift rule judges a one-run release; the paper rule gives its pairs no verdict
+    (it needs two runs a side)."""
     rng = np.random.default_rng(0)
-    x = 1000.0 * rng.lognormal(0.0, 0.01, (3, 7, 5))
-    x[0, 2:] *= 3.0  # a step at boundary 1
-    x[1, 4:] *= 3.0  # a step at boundary 3, next to the one-run release 3
-    x[:, 3, 1:] = np.nan
-    for name in ("paper", "paper_raw", "recommended", "segments", "segments_raw"):
+    x = 1000.0 * rng.lognormal(0.0, 0.01, (3, 30, 8))
+    x[0, 10:] *= 3.0  # a step at boundary 9
+    x[1, 20:] *= 3.0  # a step at boundary 19, into the one-run release 20
+    x[:, 20, 1:] = np.nan
+    for name in ("paper", "paper_raw"):
         v = dashboard_rules.RULES[name](x)
-        assert v.shape == (3, 6)
-        assert np.all(v[:, [2, 3]] == NO_VERDICT), name
-        assert v[0, 1] == REGRESSION, name
+        assert v.shape == (3, 29)
+        assert np.all(v[:, [19, 20]] == NO_VERDICT), name
+        assert v[0, 9] == REGRESSION, name
+    for name in ("shifts", "shifts_raw"):
+        v = dashboard_rules.RULES[name](x)
+        assert v[0, 9] == REGRESSION, name
+        assert v[1, 19] == REGRESSION, name
         assert not ((v == REGRESSION) | (v == IMPROVEMENT))[2].any(), name
     one_run = x[:, :, :1]
-    assert np.all(dashboard_rules.RULES["segments"](one_run) == NO_VERDICT)
+    assert np.all(dashboard_rules.RULES["paper"](one_run) == NO_VERDICT)
+    assert dashboard_rules.RULES["shifts"](one_run)[0, 9] == REGRESSION
 
 
-@pytest.mark.parametrize("name", ["recommended", "recommended_raw"])
-def test_the_incremental_recommended_replay_equals_the_rule_on_every_prefix(name):
+@pytest.mark.parametrize("name", ["shifts", "shifts_raw"])
+def test_the_incremental_shift_replay_equals_the_rule_on_every_prefix(name):
     s = release_series.simulate("realistic", (1, 4), 20, functions=40, noise="fitted", seed=4)
     rule = dashboard_rules.RULES[name]
     incremental = finality.replay(rule, s.samples)
@@ -330,10 +337,10 @@ def test_the_incremental_recommended_replay_equals_the_rule_on_every_prefix(name
 
 def test_dashboard_rules_apply_the_default_minimum_practical_change():
     x = np.empty((2, 4, 10))
-    x[0] = 1000.0 + np.arange(10) * 0.01  # ×1.05 at boundary 1: significant, under 10%
-    x[0, 2:] *= 1.05
-    x[1] = 50.0 + np.arange(10) * 0.01  # ×1.3 = +15 µs: under 20 µs
-    x[1, 2:] *= 1.3
+    x[0] = 1000.0 + np.arange(10) * 0.01  # ×1.015 at boundary 1: significant, under 2%
+    x[0, 2:] *= 1.015
+    x[1] = 10.0 + np.arange(10) * 0.01  # ×1.1 = +1 µs: under 2 µs
+    x[1, 2:] *= 1.1
     raw = dashboard_rules.RULES["paper_raw"](x)
     shown = dashboard_rules.RULES["paper"](x)
     assert raw[0, 1] == REGRESSION
@@ -539,7 +546,7 @@ def test_the_command_prints_tables_for_built_in_and_imported_rules(capsys):
 
 
 def test_saved_counts_print_the_same_tables(tmp_path, capsys):
-    args = ["--rules", "paper,segments_raw", "--runs", "5", "--releases", "12", "--functions",
+    args = ["--rules", "paper,shifts_raw", "--runs", "5", "--releases", "12", "--functions",
             "30", "--seeds", "1", "--noise", "fitted", "--scenarios", "realistic"]
     verdict_accuracy.main([*args, "--save", str(tmp_path / "counts.json")])
     printed = capsys.readouterr().out
@@ -549,7 +556,7 @@ def test_saved_counts_print_the_same_tables(tmp_path, capsys):
     assert again.strip() == tables
     verdict_accuracy.main(["--load", str(tmp_path / "counts.json"), "--compact"])
     compact = capsys.readouterr().out
-    assert "| scenario | runs | releases | step | of | paper | segments_raw |" in compact
+    assert "| scenario | runs | releases | step | of | paper | shifts_raw |" in compact
     rows = compact.split("| scenario | runs | releases | step |")[1].split("**Digression")[0]
     assert "%" in rows
     assert "(" not in rows

@@ -25,6 +25,8 @@ __all__ = [
     "MAX_AFTER",
     "MAX_BEFORE",
     "MIN_AFTER",
+    "MIN_ABSOLUTE_CHANGE_US",
+    "MIN_RELATIVE_CHANGE",
     "RULES",
     "RULE_NAMES",
     "RUNS_AFTER",
@@ -33,6 +35,14 @@ __all__ = [
     "RuleName",
     "get_rule",
 ]
+
+#: The minimum practical change of a new series (``Series.min_relative_change`` and
+#: ``min_absolute_change_us``; docs/statistics.md, "Minimum practical change", measures
+#: the false flags and steps found at each setting): a significant change smaller than
+#: either is "significant, not a deviation". Chrome's trace clock counts whole
+#: microseconds, so a change under 2 µs is one or two ticks.
+MIN_RELATIVE_CHANGE: Final = 0.02
+MIN_ABSOLUTE_CHANGE_US: Final = 2.0
 
 # The shift rule's parameters (docs/statistics.md, "The shift rule", measures each).
 RUNS_AFTER: Final = 25
