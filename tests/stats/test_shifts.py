@@ -21,7 +21,13 @@ from deviations.stats.releases import (
     shift_verdicts,
     shift_windows,
 )
-from deviations.stats.releases.rules import MAX_AFTER, MIN_AFTER, RUNS_AFTER, RUNS_BEFORE
+from deviations.stats.releases.rules import (
+    EARLY_ALPHA,
+    MAX_AFTER,
+    MIN_AFTER,
+    RUNS_AFTER,
+    RUNS_BEFORE,
+)
 from deviations.stats.releases.shifts import _moses_rank, _shift_intervals
 
 DEVIATIONS = (REGRESSION, IMPROVEMENT)
@@ -61,7 +67,7 @@ def test_provisional_boundaries_share_one_window_to_the_newest_release():
     win = shift_windows(runs)
     late = ~win.final
     # boundary b is final once release b + 5 exists: the last 4 wait for their runs
-    assert late.sum() == -(-RUNS_AFTER // 5) - 1
+    assert late.sum() == max(MIN_AFTER, -(-RUNS_AFTER // 5)) - 1
     assert np.all(win.stop[late] == 29)
     assert len(set(win.start[late].tolist())) == 1
     assert np.all(win.final_at[late] == -1)
@@ -71,8 +77,8 @@ def test_ragged_runs_count_runs_not_releases():
     runs = np.array([1] * 10 + [9, 9, 9] + [1] * 10)
     win = shift_windows(runs)
     # boundary 9 (between the last one-run release and the first of 9 runs): 27 runs
-    # follow in three releases
-    assert win.final_at[9] == 9 + 3
+    # follow in three releases, but a verdict waits for MIN_AFTER releases at least
+    assert win.final_at[9] == 9 + MIN_AFTER
     assert win.final_at[0] == 0 + 11  # nine one-run releases and 9 runs: 18 < 25; 27
     assert not win.final[22 - 1]
 
@@ -298,7 +304,9 @@ def test_early_marks_only_provisional_deviations_with_overwhelming_evidence():
     got = shift_verdicts(x)
     assert not got.final[27]
     assert np.all(got.verdict[:, 27] == REGRESSION)
-    assert np.all(got.early[:, 27])
+    # Two releases after it: early where the evidence reaches EARLY_ALPHA, not elsewhere.
+    np.testing.assert_array_equal(got.early[:, 27], got.p_value[:, 27] <= EARLY_ALPHA)
+    assert got.early[:, 27].sum() >= 4
     assert not got.early[:, got.final].any()
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "MAX_AFTER",
     "MAX_BEFORE",
     "MIN_AFTER",
+    "MIN_BEFORE",
     "MIN_ABSOLUTE_CHANGE_US",
     "MIN_RELATIVE_CHANGE",
     "RULES",
@@ -47,15 +48,19 @@ MIN_ABSOLUTE_CHANGE_US: Final = 2.0
 # The shift rule's parameters (docs/statistics.md, "The shift rule", measures each).
 RUNS_AFTER: Final = 25
 """Runs after a boundary that make its verdict final (5 releases of 5 runs)."""
-MIN_AFTER: Final = 2
+MIN_AFTER: Final = 5
 """Releases after a boundary at least, whatever their runs: one release's runs share its
-build and machine session, so a level is confirmed by two releases before it is final."""
+build and machine session, so releases, not runs, are what the level after a boundary is
+judged by when releases jitter (docs/statistics.md measures it)."""
 MAX_AFTER: Final = 12
 """Releases after a boundary at most: one-run releases are final after 12 (Perfherder
 also waits for 12 later points)."""
 RUNS_BEFORE: Final = 50
 """Runs before a boundary that the window reaches back to (fewer when the level started
 later: the comparison stops at the previous change)."""
+MIN_BEFORE: Final = 10
+"""Releases before a boundary the window reaches back to at least (when the series has
+them), whatever their runs: as :data:`MIN_AFTER`."""
 MAX_BEFORE: Final = 24
 """Releases before a boundary at most."""
 ALPHA: Final = 1e-3

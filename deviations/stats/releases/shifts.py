@@ -45,7 +45,8 @@ changes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -55,7 +56,13 @@ from scipy import special  # type: ignore[import-untyped]  # no scipy-stubs in t
 
 from .._checks import check_confidence
 from .._typing import BoolArray, Direction, FloatArray, Int8Array, IntArray
-from ..ranks import EXACT_MAX_PAIRS, _brunner_munzel_rows, _mann_whitney_rows, _u_null_cdf
+from ..ranks import (
+    EXACT_MAX_PAIRS,
+    _brunner_munzel_rows,
+    _mann_whitney_rows,
+    _midranks,
+    _u_null_cdf,
+)
 from .codes import (
     APPEARED,
     NO_VERDICT,
@@ -71,6 +78,7 @@ from .rules import (
     MAX_AFTER,
     MAX_BEFORE,
     MIN_AFTER,
+    MIN_BEFORE,
     RUNS_AFTER,
     RUNS_BEFORE,
 )
@@ -112,6 +120,7 @@ def shift_windows(
     min_after: int = MIN_AFTER,
     max_after: int = MAX_AFTER,
     runs_before: int = RUNS_BEFORE,
+    min_before: int = MIN_BEFORE,
     max_before: int = MAX_BEFORE,
 ) -> Windows:
     """The window of every boundary of a series whose releases have ``runs`` runs each.
@@ -119,7 +128,8 @@ def shift_windows(
     Boundary ``b``'s verdict needs ``f`` releases after it: the fewest ``f >=
     min_after`` whose runs add up to ``runs_after`` or more, at most ``max_after``; it is
     final once release ``b + f`` exists. It reads ``l`` releases before it: the fewest
-    whose runs add up to ``runs_before``, at most ``max_before`` (and the series' start).
+    ``l >= min_before`` whose runs add up to ``runs_before``, at most ``max_before`` (and
+    the series' start).
     A provisional boundary (``b + f`` beyond the newest release, or ``f`` not known yet)
     reads up to the newest release, from the earliest start of the provisional
     boundaries, so that one segmentation serves them all.
@@ -127,7 +137,8 @@ def shift_windows(
     counts = np.asarray(runs, dtype=np.int64)
     if counts.ndim != 1 or np.any(counts < 0):
         raise ValueError("runs must be a 1-D array of counts >= 0")
-    if not 1 <= min_after <= max_after or runs_after < 0 or runs_before < 0 or max_before < 1:
+    if (not 1 <= min_after <= max_after or runs_after < 0 or runs_before < 0
+            or not 1 <= min_before <= max_before):
         raise ValueError("window sizes must be positive and min_after <= max_after")
     R = len(counts)
     B = max(R - 1, 0)
@@ -145,7 +156,7 @@ def shift_windows(
     final = (b + after <= R - 1)
     before = np.ones(B, dtype=np.int64)
     reached = np.zeros(B, dtype=np.bool_)
-    for l_ in range(1, max_before + 1):
+    for l_ in range(min_before, max_before + 1):
         at_start = b - l_ + 1 <= 0
         enough = cum[b + 1] - cum[np.maximum(b + 1 - l_, 0)] >= runs_before
         take = (enough | at_start) & ~reached
@@ -210,22 +221,28 @@ class Shifts:
         return out
 
 
-def _moses_rank(m: int, n: int, confidence: float) -> int:
+@functools.lru_cache(maxsize=4096)
+def _moses_rank(m: int, n: int, confidence: float, effect: float = 1.0) -> int:
     """Rank ``k`` (1-based) of the Moses interval ``[D_(k), D_(mn-k+1)]`` of the ``m n``
     sorted pairwise differences: the largest ``k`` with ``P(U <= k - 1) <= (1 -
     confidence) / 2`` under the null (exact distribution of U up to
     :data:`..ranks.EXACT_MAX_PAIRS` pairs, its normal approximation above; Hollander &
-    Wolfe 1999, §4.3), at least 1."""
+    Wolfe 1999, §4.3), at least 1. ``effect`` > 1 (:func:`_design_effect`) widens it: the
+    normal approximation with U's variance times ``effect``, never narrower than the
+    exact interval."""
     alpha2 = (1.0 - confidence) / 2.0
+    z = float(special.ndtri(1.0 - alpha2))
+    normal = max(1, int(np.floor(m * n / 2.0 - z * np.sqrt(effect * m * n * (m + n + 1) / 12.0))))
     if m * n <= EXACT_MAX_PAIRS:
         cdf = _u_null_cdf(m, n)  # P(U <= u), u = 0 .. m n
-        return max(1, int(np.sum(cdf <= alpha2)))
-    z = float(special.ndtri(1.0 - alpha2))
-    return max(1, int(np.floor(m * n / 2.0 - z * np.sqrt(m * n * (m + n + 1) / 12.0))))
+        exact = max(1, int(np.sum(cdf <= alpha2)))
+        return exact if effect <= 1.0 else min(exact, normal)
+    return normal
 
 
 def _shift_intervals(
     left: FloatArray, right: FloatArray, confidence: float, *, presorted: bool = False,
+    effect: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Row-wise Hodges–Lehmann shift of ``right`` against ``left`` (NaN: missing) and its
     Moses interval: the median and the ``k``-th smallest and largest of the pairwise
@@ -243,13 +260,17 @@ def _shift_intervals(
     ok = (m_all > 0) & (n_all > 0)
     if not np.any(ok):
         return est, lo, hi
-    sizes = np.stack([m_all[ok], n_all[ok]], axis=1)
+    ks = np.array([_moses_rank(int(m), int(n), confidence,
+                                1.0 if effect is None else float(e))
+                   for m, n, e in zip(m_all[ok], n_all[ok],
+                                      np.ones(len(m_all))[ok] if effect is None else effect[ok],
+                                      strict=True)], dtype=np.int64)
+    sizes = np.stack([m_all[ok], n_all[ok], ks], axis=1)
     groups, inverse = np.unique(sizes, axis=0, return_inverse=True)
     rows_ok = np.flatnonzero(ok)
-    for g, (m, n) in enumerate(groups.tolist()):
+    for g, (m, n, k) in enumerate(groups.tolist()):
         rows = rows_ok[inverse.ravel() == g]
         N = m * n
-        k = _moses_rank(m, n, confidence)
         half = N // 2
         step = max(1, _PAIRWISE_CHUNK // N)
         for c in range(0, len(rows), step):
@@ -320,6 +341,18 @@ def _refine(y: FloatArray, cuts: BoolArray) -> BoolArray:
     return out
 
 
+def _release_medians(a: FloatArray, m: int) -> FloatArray:
+    """The median of each release's runs, from rows of runs laid out release by release
+    (``m`` a release), NaN for a release without a run."""
+    F = a.shape[0]
+    r = np.sort(a.reshape(F, -1, m), axis=2)
+    n = np.sum(~np.isnan(r), axis=2)
+    lo = np.take_along_axis(r, np.maximum((n - 1) // 2, 0)[:, :, None], axis=2)[:, :, 0]
+    hi = np.take_along_axis(r, np.maximum(n // 2, 0)[:, :, None], axis=2)[:, :, 0]
+    out: FloatArray = np.where(n > 0, 0.5 * (lo + hi), np.nan)
+    return out
+
+
 def _sides(
     x: FloatArray, first: IntArray, b: int, last: IntArray
 ) -> tuple[FloatArray, FloatArray]:
@@ -333,6 +366,122 @@ def _sides(
     left = np.where(keep_l[:, :, None], positive[:, : b + 1], np.nan).reshape(F, -1)
     right = np.where(keep_r[:, :, None], positive[:, b + 1 :], np.nan).reshape(F, -1)
     return left, right
+
+
+_CHI2_1_MEDIAN: Final = 0.454936423119572
+"""Median of the chi-squared distribution with one degree of freedom."""
+
+
+def _design_effect(x: FloatArray) -> FloatArray:
+    r"""How much the runs' sharing of their release inflates a test's variance, per row
+    of a window ``x`` (functions, releases, runs; NaN and values <= 0 left out).
+
+    Runs of one release share its build, machine and session: they sit together above or
+    below the level, so a window holds fewer independent observations than runs, and a
+    rank test of runs, or a segmentation whose cost adds up runs, sees release-to-release
+    jitter as a change. On the mid-ranks of the window's runs (scale-free, robust to
+    heavy tails): the within-release variance :math:`\hat\sigma_w^2` (pooled), and the
+    between-release variance from the successive differences of the releases' mean ranks,
+    :math:`\hat\sigma_b^2 = \maxig(0, \operatorname{med}_j d_j^2 / (2 \cdot 0.455) -
+    \hat\sigma_w^2 / ar nig)` (the median of :math:`\chi^2_1` is 0.455: a step or a
+    digression moves one or two differences, not their median; von Neumann's mean square
+    successive difference, made robust). The design effect is :math:`1 + (ar n - 1)
+    \hat
+ho`, :math:`\hat
+ho = \hat\sigma_b^2 / (\hat\sigma_b^2 + \hat\sigma_w^2)` the
+    intraclass correlation, :math:`ar n` the runs a release (Kish 1965; Rosner & Grove
+    1999 for the rank sum of clustered data); 1 with one run a release.
+
+    References
+    ----------
+    L. Kish, Survey Sampling, Wiley, 1965. B. Rosner, D. Grove, "Use of the Mann–Whitney
+    U-test for clustered data", Statistics in Medicine 18(11), 1387-1400, 1999. J. von
+    Neumann et al., "The mean square successive difference", Ann. Math. Statist. 12(2),
+    153-162, 1941.
+    """
+    F, W, m = x.shape
+    values = np.where(x > 0, x, np.nan)
+    ranks = _midranks(values.reshape(F, W * m)).reshape(F, W, m)
+    n_j = np.sum(~np.isnan(ranks), axis=2).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_j = np.nansum(ranks, axis=2) / n_j
+        within = np.nansum((ranks - mean_j[:, :, None]) ** 2, axis=(1, 2)) / np.sum(
+            np.maximum(n_j - 1, 0), axis=1)
+        d2 = np.diff(mean_j, axis=1) ** 2  # NaN where a release has no run
+        n_bar = np.nansum(n_j, axis=1) / np.sum(n_j > 0, axis=1)
+        have = np.sum(np.isfinite(d2), axis=1) >= 2
+        med = np.nanmedian(np.where(have[:, None], d2, 0.0), axis=1)
+        between = np.maximum(0.0, med / (2.0 * _CHI2_1_MEDIAN) - within / n_bar)
+        effect = 1.0 + (n_bar - 1.0) * between / (between + within)
+    out: FloatArray = np.where(have & np.isfinite(effect), np.maximum(effect, 1.0), 1.0)
+    return out
+
+
+def _release_means(x: FloatArray) -> FloatArray:
+    """Each release's mean mid-rank among the runs of the window ``x`` (functions,
+    releases, runs; values <= 0 and NaN left out), NaN for a release without a run."""
+    F, W, m = x.shape
+    ranks = _midranks(np.where(x > 0, x, np.nan).reshape(F, W * m)).reshape(F, W, m)
+    n_j = np.sum(~np.isnan(ranks), axis=2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: FloatArray = np.where(n_j > 0, np.nansum(ranks, axis=2) / n_j, np.nan)
+    return out
+
+
+def _release_spread(means: FloatArray, cuts: BoolArray) -> tuple[FloatArray, FloatArray]:
+    """The variance of the releases' mean ranks about their level, pooled over the levels
+    of the window's segmentation, and its degrees of freedom (releases - levels)."""
+    F, W = means.shape
+    level = np.concatenate([np.zeros((F, 1), dtype=np.int64),
+                            np.cumsum(cuts, axis=1)], axis=1)  # (F, W): segment of release
+    present = ~np.isnan(means)
+    levels = int(level.max(initial=0)) + 1
+    ss = np.zeros(F)
+    used = np.zeros(F)
+    for g in range(levels):
+        inside = present & (level == g)
+        n = inside.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(n > 0, np.where(inside, means, 0.0).sum(axis=1) / n, 0.0)
+        ss += np.where(inside, (means - mean[:, None]) ** 2, 0.0).sum(axis=1)
+        used += n > 0
+    df = present.sum(axis=1) - used
+    with np.errstate(invalid="ignore", divide="ignore"):
+        variance = ss / df
+    return variance, df.astype(np.float64)
+
+
+def _release_t(means: FloatArray, first: IntArray, k: int, last: IntArray,
+               variance: FloatArray, df: FloatArray) -> FloatArray:
+    r"""Two-sided p-value of Student's t between the releases before boundary ``k``
+    (``first .. k``) and after it (``k + 1 .. last``), each release one observation, its
+    runs' mean rank in the window (:func:`_release_means`): jitter of whole releases is in
+    the variance, which is the releases' spread about the levels of the window's
+    segmentation (:func:`_release_spread`: the function's, borrowed from every level, so
+    that a short level is not judged on its own few releases), on its degrees of
+    freedom. NaN where a side has no release or no degree of freedom is left."""
+    W = means.shape[1]
+    rel = np.arange(W)
+    in_l = (rel[None, :] >= first[:, None]) & (rel[None, :] <= k) & ~np.isnan(means)
+    in_r = (rel[None, :] > k) & (rel[None, :] <= last[:, None]) & ~np.isnan(means)
+    r_l, r_r = in_l.sum(axis=1), in_r.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m_l = np.where(in_l, means, 0.0).sum(axis=1) / r_l
+        m_r = np.where(in_r, means, 0.0).sum(axis=1) / r_r
+        t = (m_r - m_l) / np.sqrt(variance * (1.0 / r_l + 1.0 / r_r))
+        p = 2.0 * special.stdtr(df, -np.abs(t))
+    p = np.where(variance > 0, p, np.where(m_l == m_r, 1.0, 0.0))
+    out: FloatArray = np.where((r_l > 0) & (r_r > 0) & (df > 0), p, np.nan)
+    return out
+
+
+def _deflated(p: FloatArray, effect: FloatArray) -> FloatArray:
+    """A two-sided p-value whose test statistic's variance is ``effect`` times what the
+    test assumed: its normal quantile shrunk by the root of ``effect`` (an exact p-value
+    stays exact where ``effect`` is 1)."""
+    z = special.ndtri(1.0 - np.clip(p, 1e-300, 1.0) / 2.0)
+    out: FloatArray = np.where(effect > 1.0, 2.0 * special.ndtr(-z / np.sqrt(effect)), p)
+    return np.where(np.isnan(p), np.nan, out)
 
 
 def shift_verdicts(
@@ -433,7 +582,19 @@ def shift_verdicts(
         lo_, hi_ = start - offset, stop - offset + 1
         xw, yw = x[:, lo_:hi_], y_all[:, lo_:hi_]
         W = hi_ - lo_
-        cuts = _refine(yw, _change_points(yw, _segment_penalty(yw, penalty), None))
+        # The segmentation's cost adds up runs: where a release's runs move together its
+        # penalty grows with the design effect, as the tests' variance below.
+        effect = _design_effect(xw)
+        base = _segment_penalty(yw, penalty)
+
+        def penalty_of(rows: slice, whole: FloatArray, base: Callable[..., FloatArray] = base,
+                       effect: FloatArray = effect) -> FloatArray:
+            out: FloatArray = base(rows, whole) * effect[rows]
+            return out
+
+        cuts = _refine(yw, _change_points(yw, penalty_of, None))
+        means = _release_means(xw)
+        variance, dof = _release_spread(means, cuts)
         edges = np.arange(W - 1)
         measured = np.any(xw > 0, axis=2)  # (F, W): a run above 0
         for col in cols:
@@ -442,6 +603,11 @@ def shift_verdicts(
             nxt = np.where(cuts[:, k + 1 :], edges[k + 1 :], W - 1).min(axis=1, initial=W - 1)
             seg_first, seg_last = prev + 1, nxt
             left, right = _sides(xw, seg_first, k, seg_last)
+            p_rel = _release_t(means, seg_first, k, seg_last, variance, dof)
+            # The shift and its interval between the releases' medians: a release counts
+            # once, whatever its runs (its runs share its jitter).
+            left_rel = _release_medians(left, xw.shape[2])
+            right_rel = _release_medians(right, xw.shape[2])
             # Sorted once (NaN last) for every statistic below; none depends on the order.
             left.sort(axis=1)
             right.sort(axis=1)
@@ -454,8 +620,14 @@ def shift_verdicts(
             # the spread changes too) must reject: the larger p-value is the test's.
             p_bm = _brunner_munzel_rows(left, right, pooled=pooled, presorted=True)
             p = np.where(np.isnan(p_bm), p_mw, np.fmax(p_mw, p_bm))
-            est, d_lo, d_hi = _shift_intervals(left, right, confidence, presorted=True)
-            med_left = _median_rows(left, presorted=True)
+            # Runs of a release are not independent: the variance grows by the design
+            # effect, and the interval widens with it (the same inversion of the test).
+            p = _deflated(p, effect)
+            # ...and the releases, each one observation, must differ too (Student's t of
+            # their mean ranks: jitter of whole releases is in its variance).
+            p = np.where(np.isnan(p_rel), p, np.fmax(p, p_rel))
+            est, d_lo, d_hi = _shift_intervals(left_rel, right_rel, confidence)
+            med_left = _median_rows(left_rel)
             nl, nr = np.sum(~np.isnan(left), axis=1), np.sum(~np.isnan(right), axis=1)
             significant = p <= alpha
             excludes = (d_lo > 0) | (d_hi < 0)
