@@ -103,7 +103,6 @@ INSTALLED_APPS = [
     # own static files all the same (NINJA_DIR below, deviations.api.LocalSwagger; without
     # them ninja loads it from a CDN: a blank page offline).
     "deviations.apps.CoreConfig",
-    "ingest.apps.IngestConfig",
 ]
 
 MIDDLEWARE = [
@@ -197,7 +196,7 @@ DEVIATIONS_MAX_TRACE_BYTES = env.int("DEVIATIONS_MAX_TRACE_BYTES", default=2 * 1
 # Django holds smaller uploads in memory; larger ones stream to a temporary file. The first
 # handler cuts off a file larger than the limit while it arrives.
 FILE_UPLOAD_HANDLERS = [
-    "ingest.upload_handlers.TraceSizeLimitHandler",
+    "deviations.core.uploads.TraceSizeLimitHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]

@@ -18,8 +18,8 @@ app = Celery("deviations")
 # would send the other threads' tasks to amqp://localhost).
 app.set_default()
 app.config_from_object("django.conf:settings", namespace="CELERY")
-# Each feature keeps its tasks in its own tasks.py; ingest has the ingest task.
+# Each feature keeps its tasks in its own tasks.py; trace uploads have the ingest task.
 app.autodiscover_tasks(
-    ["deviations.traces", "deviations.histograms", "deviations.alerts", "ingest",
-     "deviations.experiments.canaries"]
+    ["deviations.traces", "deviations.traces.uploads", "deviations.histograms",
+     "deviations.alerts", "deviations.experiments.canaries"]
 )

@@ -14,10 +14,12 @@ from deviations.core import access
 from deviations.core.api import ErrorOut, TokenAuth
 from deviations.core.errors import UserError
 from deviations.core.models import Ownership
+from deviations.core.uploads import check_upload_size
 from deviations.traces import annotations as notes
 from deviations.traces import compare, selectors, services
 from deviations.traces.models import Release, ReleaseAnnotation, Run, Series
-from ingest.services import ThreadOptions, check_upload_size, submit_uploads
+from deviations.traces.uploads.runs import ThreadOptions
+from deviations.traces.uploads.submit import submit_uploads
 
 router = Router(tags=["traces"])
 

@@ -19,11 +19,11 @@ from django.contrib.auth import get_user_model
 from deviations.core.errors import UserError
 from deviations.core.models import ApiToken
 from deviations.histograms.models import HistogramSnapshot, Probe
+from deviations.histograms.store import store_histogram_file
 from deviations.traces.models import Run, RunTimes
 from ingest.ab import ABFormatError, parse_ab_file
 from ingest.canaries import ObservationsError, parse_observations
 from ingest.histograms import HistogramError, parse_histogram_file
-from ingest.services import store_histogram_file
 from ingest.traces import TraceError, parse_trace
 from tests.conftest import SHARED_DATA, plain_histogram, renderer_events
 from tests.ingest.mutations import cases

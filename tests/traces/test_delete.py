@@ -18,7 +18,7 @@ from deviations.core.models import ApiToken
 from deviations.traces import admin as traces_admin
 from deviations.traces import services, store
 from deviations.traces.models import Release, Run, Series, SeriesAnalysis
-from ingest import runs
+from deviations.traces.uploads import runs
 from tests.conftest import renderer_events
 
 pytestmark = pytest.mark.django_db

@@ -16,8 +16,7 @@ from django.test import Client
 
 from deviations.traces import charts
 from deviations.traces.models import Function, Run, Series
-from ingest.runs import register_run
-from ingest.services import ThreadOptions, get_release
+from deviations.traces.uploads.runs import ThreadOptions, get_release, register_run
 from tests.conftest import renderer_events
 
 pytestmark = pytest.mark.django_db

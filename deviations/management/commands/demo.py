@@ -14,7 +14,7 @@ from deviations.traces import demo
 from deviations.traces.analysis import analyse_series
 from deviations.traces.models import Run, Series
 from deviations.traces.notify import after_analysis
-from ingest.services import ThreadOptions, get_release, ingest_local_file
+from deviations.traces.uploads.runs import ThreadOptions, get_release, ingest_local_file
 
 SERIES = "chromium-demo.example-load"
 

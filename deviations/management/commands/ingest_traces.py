@@ -64,7 +64,7 @@ class Command(base.Command):
     def handle(self, *args: Any, **opts: Any) -> None:
         from tqdm import tqdm  # start-up: see the comment at the top
 
-        from ingest.services import IngestError, ThreadOptions, get_release
+        from deviations.traces.uploads.runs import IngestError, ThreadOptions, get_release
 
         options = ThreadOptions(opts["thread_name"], opts["process_name"], opts["all_threads"])
         entries = self._entries(opts)
@@ -119,7 +119,7 @@ class Command(base.Command):
 
     @staticmethod
     def _one(release: Any, path: Path, options: Any) -> tuple[str, bool]:
-        from ingest.services import ingest_local_file
+        from deviations.traces.uploads.runs import ingest_local_file
 
         try:
             entry = ingest_local_file(release, path, options)

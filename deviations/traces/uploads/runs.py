@@ -31,7 +31,7 @@ from deviations.core.db import IN_BATCH, batches, lz4_toast
 from deviations.core.errors import UserError
 from deviations.core.versions import check_order, check_series_name, check_version
 from deviations.traces.models import Function, Release, Run, RunTimes, Series
-from ingest.traces import FunctionTimes, TraceError, parse_trace
+from ingest.services import FunctionTimes, TraceError, parse_trace
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from deviations.core.models import ApiToken
 from deviations.histograms.models import Probe
 from deviations.histograms.tasks import detect_stale_probes
 from deviations.traces.models import Run
-from ingest.tasks import requeue_pending
+from deviations.traces.uploads.tasks import requeue_pending
 from tests.conftest import plain_histogram, renderer_events
 from tests.core.test_services import wait_for
 

@@ -12,7 +12,7 @@ import pytest
 from django import db
 
 from deviations.traces.models import Function, Run, RunTimes
-from ingest import runs
+from deviations.traces.uploads import runs
 from tests.conftest import renderer_events
 
 

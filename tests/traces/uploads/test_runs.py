@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from deviations.traces.models import Function, Release, Run, RunTimes, Series
-from ingest import runs
+from deviations.traces.uploads import runs
 from tests.conftest import renderer_events
 
 pytestmark = pytest.mark.django_db
@@ -234,7 +234,7 @@ def test_nul_in_a_name_is_stored_on_every_database(write_trace) -> None:
 
 
 def test_processing_twice_is_harmless(write_trace, simple_events) -> None:
-    from ingest.tasks import ingest_run
+    from deviations.traces.uploads.tasks import ingest_run
 
     path = write_trace("a.json", simple_events)
     release = runs.get_release("s1", "1")

@@ -12,14 +12,14 @@ from django.db import transaction
 from deviations.core import access
 from deviations.core.models import Ownership
 from deviations.traces.models import Run
-from ingest.runs import Registered, ThreadOptions, get_release, register_run
-from ingest.tasks import queue_ingest
+from deviations.traces.uploads.runs import Registered, ThreadOptions, get_release, register_run
+from deviations.traces.uploads.tasks import queue_ingest
 
 
 @dataclass
 class Submission:
     """What one upload registered. ``unqueued``: runs whose task could not reach the broker
-    (they stay pending; ``ingest.tasks.requeue_pending`` sends them again once it is back)."""
+    (they stay pending; ``tasks.requeue_pending`` sends them again once it is back)."""
 
     batch: uuid.UUID
     registered: list[Registered]
@@ -43,7 +43,7 @@ def submit_uploads(
     cannot be reached leaves the runs pending, never an error: the data is stored.
     ``user`` must be allowed to write to the series (``deviations.core.access``; the first
     to write to a series without owners becomes its owner). Raises
-    ``ingest.runs.IngestError`` for a bad series or version, ``ForbiddenError`` (403)
+    ``IngestError`` for a bad series or version, ``ForbiddenError`` (403)
     without permission.
     """
     access.check_write(user, Ownership.SERIES, [series_name])

@@ -19,8 +19,7 @@ from django.utils import timezone
 
 from deviations.core.queue import enqueue
 from deviations.traces.models import Run
-from ingest import runs
-from ingest.signals import run_stored
+from deviations.traces.uploads import runs
 
 #: A run whose task reached the broker this long ago without being started is sent again
 #: (its message was lost, or every worker was busy that long: a second message is harmless).
@@ -58,8 +57,17 @@ def ingest_run(self: Any, run_id: int) -> str:
         _fail(run_id, f"internal error while ingesting ({type(exc).__name__}: {exc})")
         raise
     if run.status == Run.DONE:
-        run_stored.send(sender=Run, series_id=run.series_id)
+        queue_analysis(run.series_id)
     return run.status
+
+
+def queue_analysis(series_id: int) -> None:
+    """A stored run queues its series' analysis (unless one is queued and not started)."""
+    # Imported when a run is stored, not with this module (which the web process loads to
+    # send the ingest task): the analysis brings SciPy.
+    from deviations.traces.tasks import analyse_series, send_once
+
+    send_once(analyse_series, series_id)
 
 
 def queue_ingest(run_id: int) -> bool:

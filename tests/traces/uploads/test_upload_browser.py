@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from deviations.traces.models import Run, Series
-from ingest import runs
+from deviations.traces.uploads import runs
 from tests.conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
