@@ -92,8 +92,7 @@ def main() -> None:
             path = Path(tmp) / f"run-{k}.json"
             write_trace(path, args.functions, rng)
             size = path.stat().st_size
-            entry = ingest_runs.register_run(release, None, path.name, options,
-                                             keep_upload=False,
+            entry = ingest_runs.register_run(release, path, path.name, options,
                                              digest=ingest_runs.file_sha256(path))
             server_cpu = backend_cpu_s()
             start, cpu = time.perf_counter(), time.process_time()

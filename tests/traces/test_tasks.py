@@ -76,7 +76,7 @@ def test_in_process_tasks_are_never_coalesced(series: str) -> None:  # noqa: F81
 @pytest.fixture
 def in_process(settings: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Tasks run in-process (the embedded default), with lock files of this test's own
-    site (``traces.tasks._lock_folder`` keys them by the media folder)."""
+    site (``core.locks.site_lock_folder`` keys them by the media folder)."""
     settings.MEDIA_ROOT = tmp_path
     monkeypatch.setattr(tasks, "_in_process", lambda: True)
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from deviations.core.errors import UserError
 from deviations.management import base
 from deviations.traces.models import Run
 
@@ -66,7 +67,11 @@ class Command(base.Command):
 
         from deviations.traces.uploads.runs import IngestError, ThreadOptions, get_release
 
-        options = ThreadOptions(opts["thread_name"], opts["process_name"], opts["all_threads"])
+        try:
+            options = ThreadOptions(opts["thread_name"], opts["process_name"],
+                                    opts["all_threads"])
+        except IngestError as exc:
+            raise CommandError(str(exc)) from exc
         entries = self._entries(opts)
         releases: dict[str, Any] = {}
         try:  # every release checked (and created) before any file is read
@@ -125,6 +130,8 @@ class Command(base.Command):
             entry = ingest_local_file(release, path, options)
         except OSError as exc:
             return f"FAILED {path.name}: cannot open ({exc.strerror or exc})", False
+        except UserError as exc:  # the trace storage is full
+            return f"FAILED {exc.message}", False
         run = entry.run
         if entry.duplicate:
             return (

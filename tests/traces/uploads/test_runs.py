@@ -239,12 +239,12 @@ def test_processing_twice_is_harmless(write_trace, simple_events) -> None:
     path = write_trace("a.json", simple_events)
     release = runs.get_release("s1", "1")
     with path.open("rb") as f:
-        entry = runs.register_run(release, f, "a.json", runs.ThreadOptions(), keep_upload=True)
+        entry = runs.register_run(release, f, "a.json", runs.ThreadOptions())
     assert ingest_run(entry.run.pk) == Run.DONE
     assert ingest_run(entry.run.pk) == Run.DONE
     assert RunTimes.objects.count() == 1
     run = Run.objects.get()
-    assert not run.upload  # the uploaded copy is removed once ingested
+    assert run.file_stored  # kept after its ingest (DEVIATIONS_KEEP_TRACE_DAYS unset)
 
 
 def test_export_unknown_series() -> None:

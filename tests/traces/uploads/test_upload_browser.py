@@ -64,14 +64,14 @@ def test_run_page_updates_itself(page: Any, write_trace, simple_events) -> None:
     path = write_trace("slow.json", simple_events)
     release = runs.get_release("s", "1")
     with path.open("rb") as f:
-        run = runs.register_run(release, f, "slow.json", runs.ThreadOptions(), keep_upload=True).run
+        run = runs.register_run(release, f, "slow.json", runs.ThreadOptions()).run
     page.goto(f"/runs/{run.pk}/")
     assert page.inner_text("#run-status") == "pending"
-    assert page.locator("#run-file a[download]").count() == 1  # still stored: offered
+    assert page.locator("#run-file a[download]").count() == 1  # stored: offered
     runs.process_run(run.pk)  # what the worker does meanwhile
     page.locator("#run-status", has_text="done").wait_for()
     assert "Slices timed (function calls)\t4" in page.inner_text("#run-summary")
-    assert "Not stored" in page.inner_text("#run-file")
+    assert "kept as long as the run" in page.inner_text("#run-file")  # and kept after
     assert page.locator("#run-error").count() == 0
 
 
