@@ -20,7 +20,7 @@ def _warm_up() -> None:
         from deviations.core import beat, worker  # (binds the tasks to the app)
         from deviations.traces import tasks  # noqa: F401  (the analysis)
 
-        worker.app.loader.import_default_modules()
+        worker.load_tasks()
         # No Celery beat without a broker: the sweepers run in a thread of this process,
         # at start-up (a server killed mid-ingest left runs pending) and on their periods.
         beat.start()

@@ -60,6 +60,7 @@ class EmbeddedBeat(threading.Thread):
         self.tick = tick
         self.stopping = threading.Event()
         self.holding: IO[bytes] | None = None
+        self.loaded = False
 
     def stop(self) -> None:
         self.stopping.set()
@@ -101,11 +102,13 @@ class EmbeddedBeat(threading.Thread):
             db.connections.close_all()  # this thread's connections
 
     def _run(self, name: str) -> None:
-        from deviations.core.worker import app  # loaded with the first task, as enqueue does
+        from deviations.core import worker  # loaded with the first task, as enqueue does
 
         try:
-            app.loader.import_default_modules()  # the features' tasks modules (once)
-            app.tasks[self.tasks[name]].apply()  # in-process, in this thread
+            if not self.loaded:
+                worker.load_tasks()
+                self.loaded = True
+            worker.app.tasks[self.tasks[name]].apply()  # in-process, in this thread
         except Exception:
             log.exception("embedded beat: %s failed; it runs again in %.0f s", name,
                           self.periods[name])

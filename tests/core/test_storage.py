@@ -104,3 +104,45 @@ def test_a_prefix_keeps_the_objects_in_their_part_of_the_bucket(s3: Any, setting
     store.put(NAME, io.BytesIO(b"x"))
     assert s3.keys() == [f"deviations/prod/{NAME}"]
     assert [name for name, _ in store.entries("traces/")] == [NAME]
+
+
+def test_prepare_storage_creates_the_bucket_and_checks_it(
+    s3_server: str, settings: Any
+) -> None:
+    import uuid
+
+    from django.core.management import call_command
+
+    from tests.conftest import S3Bucket
+
+    bucket = S3Bucket(s3_server, f"t-{uuid.uuid4().hex[:20]}")  # not created yet
+    settings.STORAGES = {**settings.STORAGES, "traces": bucket.storage_setting("prod")}
+    out = io.StringIO()
+    call_command("prepare_storage", stdout=out)
+    assert f"trace storage ready: s3://{bucket.name}/prod at {s3_server} (bucket created)" in (
+        out.getvalue())
+    assert bucket.keys() == []  # the probe is gone
+    call_command("prepare_storage", stdout=out)  # a second time: the bucket is there
+    assert out.getvalue().count("bucket created") == 1
+
+
+def test_prepare_storage_says_when_the_storage_cannot_be_used(settings: Any) -> None:
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    from tests.conftest import S3Bucket
+
+    nobody = S3Bucket("http://127.0.0.1:9", "nowhere")  # no server listens on port 9
+    settings.STORAGES = {**settings.STORAGES, "traces": nobody.storage_setting()}
+    with pytest.raises(CommandError, match="the trace storage cannot be used"):
+        call_command("prepare_storage", stdout=io.StringIO())
+
+
+def test_prepare_storage_makes_the_local_folder(settings: Any, tmp_path: Path) -> None:
+    from django.core.management import call_command
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    out = io.StringIO()
+    call_command("prepare_storage", stdout=out)
+    assert f"trace storage ready: the folder {tmp_path / 'media'}" in out.getvalue()
+    assert (tmp_path / "media").is_dir()

@@ -12,7 +12,9 @@ Django's API:
   the object's body as a stream); ``stream(name)``: the bytes as a stream read as they
   arrive (a download); both raise ``FileNotFoundError`` when there is no such object;
 - ``entries(prefix)``: every object under a prefix with its modification time (the sweep
-  of objects no run refers to), partial files of an interrupted ``put`` included.
+  of objects no run refers to), partial files of an interrupted ``put`` included;
+- ``prepare()``: create the bucket or folder if it is missing (``manage.py
+  prepare_storage``), and say what the storage is.
 
 A storage that is full raises ``NoRoomError``.
 """

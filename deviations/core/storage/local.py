@@ -80,3 +80,8 @@ class LocalStorage(FileSystemStorage):
                     continue
                 yield (path.relative_to(root).as_posix(),
                        datetime.fromtimestamp(modified, tz=UTC))
+
+    def prepare(self) -> str:
+        """Create the folder if it is missing; what this storage is, in words."""
+        Path(self.location).mkdir(parents=True, exist_ok=True)
+        return f"the folder {self.location}"

@@ -77,3 +77,22 @@ class S3Storage(_S3Storage):
                                        Prefix=f"{root}/{prefix}" if root else prefix):
             for entry in page.get("Contents", ()):
                 yield entry["Key"][start:], entry["LastModified"]
+
+    def prepare(self) -> str:
+        """Create the bucket if it is missing; what this storage is, in words."""
+        client = self.connection.meta.client
+        try:
+            client.head_bucket(Bucket=self.bucket_name)
+            created = ""
+        except ClientError as err:
+            if err.response.get("ResponseMetadata", {}).get("HTTPStatusCode") != 404:
+                raise
+            region = client.meta.region_name
+            params: dict[str, Any] = {}
+            if region and region != "us-east-1":  # S3 wants the region said, except this one
+                params["CreateBucketConfiguration"] = {"LocationConstraint": region}
+            client.create_bucket(Bucket=self.bucket_name, **params)
+            created = " (bucket created)"
+        where = self.endpoint_url or "AWS"
+        prefix = f"/{self.location.strip('/')}" if self.location else ""
+        return f"s3://{self.bucket_name}{prefix} at {where}{created}"

@@ -21,9 +21,10 @@ class Command(base.Command):
         "as runs of one release (--release VERSION FILE...), or of many releases at once "
         "(--manifest runs.csv with a header release,file[,order], or --folders DIR holding a "
         "folder per release), synchronously. Each file is one run and is stored whole or not "
-        "at all; a file already ingested in the series (same sha256) is skipped. Prints one line "
-        "per file, then updates the series' statistics (as `analyse` does); exits with status 1 "
-        "if any file failed."
+        "at all; a file already ingested in the series (same sha256) is skipped. The file is "
+        "kept in the trace storage, as uploads are (download from the run's page, `reingest`). "
+        "Prints one line per file, then updates the series' statistics (as `analyse` does); "
+        "exits with status 1 if any file failed."
     )
 
     # The system checks import the URL configuration (the REST API, the pages): half a

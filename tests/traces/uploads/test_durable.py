@@ -197,21 +197,34 @@ def test_concurrent_identical_uploads_answer_one_run_and_a_duplicate(
     if connection.vendor != "postgresql":
         pytest.skip("concurrent writers: PostgreSQL (SQLite serialises whole transactions)")
     both_checked = threading.Barrier(2, timeout=30)
-    real_put = files.put
+    both_inside = threading.Barrier(2, timeout=3)
+    real_put, real_ensure = files.put, files.ensure
 
     def put_when_both_are_here(*args: Any) -> bool:
         both_checked.wait()  # each request has found no run for these bytes
         return real_put(*args)
 
+    def ensure_when_both_are_here(*args: Any) -> None:
+        # Each request has looked for the run inside its transaction. Without the digest's
+        # lock both get here having found none; with it the second waits for the first's
+        # commit, so the first goes on alone after the timeout.
+        try:
+            both_inside.wait()
+        except threading.BrokenBarrierError:
+            pass
+        real_ensure(*args)
+
     monkeypatch.setattr(files, "put", put_when_both_are_here)
+    monkeypatch.setattr(files, "ensure", ensure_when_both_are_here)
     data = trace(("Paint", 0, 10))
     runs.get_release("web", "1.0")
+    user = get_user_model().objects.create_user("ci")
     answers: list[Any] = []
 
     def upload() -> None:
         try:
             answers.append(submit_uploads("web", "1.0", [("run.json", io.BytesIO(data))],
-                                          runs.ThreadOptions()).registered[0])
+                                          runs.ThreadOptions(), user=user).registered[0])
         except Exception as exc:  # what the request would have answered 500 with
             answers.append(exc)
         finally:
