@@ -75,6 +75,9 @@ def main() -> None:
 
     os.chdir(PROJECT_ROOT)
     recreate_database(args.database)
+    # The runs' files are kept in the trace storage: a folder that goes with this run.
+    media = tempfile.TemporaryDirectory(prefix="deviations-bench-names-")
+    os.environ["DJANGO_MEDIA_ROOT"] = media.name
     setup_django(args.database)
     from django.core.management import call_command
     from django.test import Client
