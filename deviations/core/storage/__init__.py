@@ -8,8 +8,8 @@ Django's API:
   the same name (the names are content digests, so a replacement holds the same bytes).
   Django's ``FileSystemStorage.save`` leaves a partial file behind when the disk fills up
   and renames instead of replacing;
-- ``reader(name)``: what a parser reads from without a copy (a path of the local folder, or
-  the object's body as a stream); ``stream(name)``: the bytes as a stream read as they
+- ``reader(name)``: a path a parser reads from (the local file itself, or the object
+  downloaded to a temporary file); ``stream(name)``: the bytes as a stream read as they
   arrive (a download); both raise ``FileNotFoundError`` when there is no such object;
 - ``entries(prefix)``: every object under a prefix with its modification time (the sweep
   of objects no run refers to), partial files of an interrupted ``put`` included;

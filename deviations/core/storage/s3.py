@@ -4,6 +4,7 @@ an optional dependency (``pip install deviations[s3]``)."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -62,12 +63,21 @@ class S3Storage(_S3Storage):
             raise
 
     @contextmanager
-    def reader(self, name: str) -> Iterator[Any]:
-        body = self.stream(name)
-        try:
-            yield body
-        finally:
-            body.close()
+    def reader(self, name: str) -> Iterator[Path]:
+        """The object downloaded to a file of the machine's temporary folder (boto3 fetches
+        large objects in parallel ranges), deleted afterwards. A parser reads a file of
+        known size into one buffer; from a stream of unknown length its buffer grows by
+        copies, up to about twice the file at the peak."""
+        with tempfile.TemporaryDirectory(prefix="deviations-") as folder:
+            path = Path(folder) / "object"
+            try:
+                self.bucket.Object(self._key(name)).download_file(
+                    str(path), Config=self.transfer_config)
+            except ClientError as err:
+                if _missing(err):
+                    raise FileNotFoundError(2, "no such stored object", name) from None
+                raise
+            yield path
 
     def entries(self, prefix: str) -> Iterator[tuple[str, datetime]]:
         root = str(self.location or "").strip("/")

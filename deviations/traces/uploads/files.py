@@ -154,9 +154,9 @@ def forget(run_id: int, sha256: str, now: datetime | None = None) -> bool:
 
 
 @contextmanager
-def reader(sha256: str) -> Iterator[Path | IO[bytes]]:
-    """The stored file to parse: its path in the local folder, or the object's body as a
-    stream. ``FileNotFoundError`` when it is not stored."""
+def reader(sha256: str) -> Iterator[Path]:
+    """The stored file to parse: its path in the local folder, or the object downloaded to
+    a temporary file. ``FileNotFoundError`` when it is not stored."""
     with storage().reader(key(sha256)) as source:
         yield source
 
