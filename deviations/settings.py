@@ -103,7 +103,6 @@ INSTALLED_APPS = [
     # own static files all the same (NINJA_DIR below, deviations.api.LocalSwagger; without
     # them ninja loads it from a CDN: a blank page offline).
     "deviations.apps.CoreConfig",
-    "ingest.apps.IngestConfig",
 ]
 
 MIDDLEWARE = [
@@ -184,9 +183,52 @@ STORAGES = {
 # Serve static files straight from their folders when collectstatic has not run (the embedded
 # default); after collectstatic (docker-compose does it), compressed copies in STATIC_ROOT.
 WHITENOISE_USE_FINDERS = True
-# Uploaded traces wait here until a worker ingests them; workers on other machines need the
-# same folder (docker-compose.yml shares a volume).
+# The local folder of the trace files (below) when no object storage is configured.
 MEDIA_ROOT = env.path("DJANGO_MEDIA_ROOT", default=BASE_DIR / "media")
+
+# --- Trace files --------------------------------------------------------------------------
+# Every trace file sent (upload page, API, CLI) is kept whole under its sha256
+# (deviations.traces.uploads.files): an upload waits there for a worker, then stays for the
+# run page's download and `manage.py reingest`. Without DEVIATIONS_S3_BUCKET, in a folder
+# of this machine (MEDIA_ROOT/traces/); with it, in S3-compatible object storage, which
+# web and workers on different hosts reach without a shared filesystem (docs/deploy.md).
+# Credentials come from boto3's usual sources: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
+# in the environment, its config files, or the machine's role.
+DEVIATIONS_S3_BUCKET = env.str("DEVIATIONS_S3_BUCKET", default="")
+if DEVIATIONS_S3_BUCKET:
+    if importlib.util.find_spec("storages") is None:
+        raise ImproperlyConfigured(
+            "DEVIATIONS_S3_BUCKET is set but django-storages is not installed: "
+            "pip install 'deviations[s3]'"
+        )
+    STORAGES["traces"] = {
+        "BACKEND": "deviations.core.storage.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": DEVIATIONS_S3_BUCKET,
+            # Another S3-compatible service (SeaweedFS, MinIO, Ceph...): its URL.
+            "endpoint_url": env.str("DEVIATIONS_S3_ENDPOINT_URL", default="") or None,
+            "region_name": env.str("DEVIATIONS_S3_REGION", default="") or None,
+            # Objects under this prefix of the bucket (a bucket shared with other data).
+            "location": env.str("DEVIATIONS_S3_PREFIX", default=""),
+            # "path" for services that do not serve buckets as host names.
+            "addressing_style": env.str("DEVIATIONS_S3_ADDRESSING_STYLE", default="") or None,
+            "signature_version": "s3v4",
+            "file_overwrite": True,  # names are digests: the same name holds the same bytes
+            "default_acl": None,
+        },
+    }
+else:
+    STORAGES["traces"] = {"BACKEND": "deviations.core.storage.local.LocalStorage"}
+# How long a trace file is kept after it was sent, in days: empty (the default) keeps
+# files for as long as their run exists; 0 deletes a file once its run is ingested. The
+# hourly task expire_trace_files deletes expired files; their runs keep their times and
+# their pages say the file is gone.
+_KEEP_DAYS = env.str("DEVIATIONS_KEEP_TRACE_DAYS", default="").strip().lower()
+DEVIATIONS_KEEP_TRACE_DAYS: int | None = (
+    None if _KEEP_DAYS in ("", "forever") else int(_KEEP_DAYS)
+)
+if DEVIATIONS_KEEP_TRACE_DAYS is not None and DEVIATIONS_KEEP_TRACE_DAYS < 0:
+    raise ImproperlyConfigured("DEVIATIONS_KEEP_TRACE_DAYS must be 0 or more days, or empty")
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
@@ -197,7 +239,7 @@ DEVIATIONS_MAX_TRACE_BYTES = env.int("DEVIATIONS_MAX_TRACE_BYTES", default=2 * 1
 # Django holds smaller uploads in memory; larger ones stream to a temporary file. The first
 # handler cuts off a file larger than the limit while it arrives.
 FILE_UPLOAD_HANDLERS = [
-    "ingest.upload_handlers.TraceSizeLimitHandler",
+    "deviations.core.uploads.TraceSizeLimitHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
@@ -260,7 +302,13 @@ CELERY_BEAT_SCHEDULE = {
     "notify-alert-groups": {"task": "deviations.notify_alert_groups", "schedule": 15 * 60},
     "send-alert-digests": {"task": "deviations.send_alert_digests", "schedule": 24 * 60 * 60},
     "update-stale-canaries": {"task": "deviations.update_stale_canaries", "schedule": 60},
+    # Trace files past DEVIATIONS_KEEP_TRACE_DAYS, and files no run refers to.
+    "expire-trace-files": {"task": "deviations.expire_trace_files", "schedule": 60 * 60},
 }
+# Without a broker (the embedded default) a thread of each server process runs this
+# schedule in-process, starting with the sweepers when the server starts; one process per
+# site at a time (deviations.core.beat). 0 turns it off.
+DEVIATIONS_EMBEDDED_BEAT = env.bool("DEVIATIONS_EMBEDDED_BEAT", default=True)
 DEVIATIONS_SITE_URL = env.str("DEVIATIONS_SITE_URL", default="http://127.0.0.1:8000")
 # An alert still provisional (its verdict can change with the next releases) is emailed
 # only after this long, so that a flag that flips back never reaches an inbox; confirmed

@@ -9,7 +9,7 @@ from deviations.core.login import ThrottledLoginView
 
 urlpatterns = [
     path("", include("deviations.traces.urls")),
-    path("upload/", include("ingest.urls")),
+    path("upload/", include("deviations.traces.uploads.urls")),
     path("histograms/", include("deviations.histograms.urls")),
     path("ab/", include("deviations.experiments.ab.urls")),
     path("alerts/", include("deviations.alerts.urls")),

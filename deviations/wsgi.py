@@ -17,8 +17,13 @@ def _warm_up() -> None:
 
     get_resolver().url_patterns  # noqa: B018 (imports the views and the API)
     if settings.CELERY_TASK_ALWAYS_EAGER:
-        from deviations.core import worker  # noqa: F401  (binds the tasks to the app)
+        from deviations.core import beat, worker  # (binds the tasks to the app)
         from deviations.traces import tasks  # noqa: F401  (the analysis)
+
+        worker.load_tasks()
+        # No Celery beat without a broker: the sweepers run in a thread of this process,
+        # at start-up (a server killed mid-ingest left runs pending) and on their periods.
+        beat.start()
 
 
 _warm_up()

@@ -1,1 +1,2 @@
-"""Getting data in: trace and histogram parsers (no DB access) and their storage."""
+"""Getting data in: the pure readers of every input format (bytes -> plain data; no
+database, no Django). The features store what they read."""

@@ -1,51 +1,46 @@
-"""The one entry of ``ingest`` for the rest of the project: views, API, CLI and demo of
-``deviations`` import what gets data in from here, never from ingest's other modules.
+"""The one entry of ``ingest`` for the rest of the project: the features import the pure
+readers from here, never from ingest's other modules.
 
-Traces: ``submit_uploads`` (page and API: register, then a task parses), ``get_release``
-and ``ingest_local_file`` (CLI: parse here, now). Histograms: ``store_histogram_file``,
-then ``queue_detection``. Signals sent once data is stored: ``run_stored``,
-``histograms_stored``. A/B runs: ``parse_ab_file`` (``experiments.ab`` stores them).
-Canary observations: ``parse_observations`` (CSV). Errors are ``UserError`` subclasses
-(``IngestError``, ``TraceError``, ``HistogramError``, ``ABFormatError``,
-``ObservationsError``) with "<file>: <reason>" messages.
+Every reader turns bytes into plain data and touches no database; the features own what
+they write (``deviations.traces.uploads``: trace runs; ``deviations.histograms.store``:
+histograms; ``deviations.experiments.ab.services``: A/B runs; the canaries' services:
+observations). Traces: ``parse_trace`` (``FunctionTimes``); histograms:
+``parse_histogram_file`` (``HistogramRecord``); A/B runs: ``parse_ab_file``; canary
+observations: ``parse_observations`` (CSV); a series in one command: ``read_manifest``,
+``read_folders``. Errors are ``UserError`` subclasses (``TraceError``, ``HistogramError``,
+``ABFormatError``, ``ObservationsError``, ``ManifestError``) with "<file>: <reason>"
+messages.
 """
 
 from ingest.ab import ABData, ABFormatError, parse_ab_file
 from ingest.canaries import Observations, ObservationsError, parse_observations
-from ingest.histogram_store import StoredFile, queue_detection, store_histogram_file
-from ingest.histograms import HistogramError, bucket_lower_bounds
+from ingest.histograms import (
+    HistogramError,
+    HistogramRecord,
+    bucket_lower_bounds,
+    parse_histogram_file,
+)
 from ingest.manifest import ManifestEntry, ManifestError, read_folders, read_manifest
-from ingest.runs import IngestError, Registered, ThreadOptions, get_release, ingest_local_file
-from ingest.signals import histograms_stored, run_stored
-from ingest.submit import Submission, submit_uploads
-from ingest.traces import TraceError
-from ingest.upload_handlers import check_upload_size
+from ingest.reading import display_name
+from ingest.traces import FunctionTimes, TraceError, parse_trace
 
 __all__ = [
     "ABData",
     "ABFormatError",
+    "FunctionTimes",
     "HistogramError",
-    "IngestError",
+    "HistogramRecord",
     "ManifestEntry",
     "ManifestError",
     "Observations",
     "ObservationsError",
-    "Registered",
-    "StoredFile",
-    "Submission",
-    "ThreadOptions",
     "TraceError",
     "bucket_lower_bounds",
-    "check_upload_size",
-    "get_release",
-    "histograms_stored",
-    "ingest_local_file",
+    "display_name",
     "parse_ab_file",
+    "parse_histogram_file",
     "parse_observations",
-    "queue_detection",
+    "parse_trace",
     "read_folders",
     "read_manifest",
-    "run_stored",
-    "store_histogram_file",
-    "submit_uploads",
 ]

@@ -61,6 +61,17 @@ def page(live_server: Any) -> Iterator[Any]:
     os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def media_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The trace files the suite keeps go to a folder of the session, not the project's
+    media folder (a test that counts files uses a folder of its own, ``tmp_path``)."""
+    from django.test.utils import override_settings
+
+    folder = tmp_path_factory.mktemp("media")
+    with override_settings(MEDIA_ROOT=folder):
+        yield folder
+
+
 @pytest.fixture(autouse=True)
 def in_process_tasks(request: pytest.FixtureRequest) -> Iterator[None]:
     """Tasks run in-process except in tests marked ``services``, which use the real worker.
@@ -148,3 +159,117 @@ def plain_histogram(probe: str, build_id: str, counts: Any, **extra: Any) -> dic
     counts = [int(c) for c in counts]
     return {"probe": probe, "build_id": build_id, "edges": list(range(len(counts) + 1)),
             "counts": counts, **extra}
+
+
+# --- S3-compatible object storage: a real server on loopback (moto's, from PyPI) ----------
+S3_KEYS = {"AWS_ACCESS_KEY_ID": "deviations-test", "AWS_SECRET_ACCESS_KEY": "deviations-test"}
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of an S3-compatible HTTP server in a process of its own (``moto_server``),
+    for the session."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    port = _free_port()
+    log = (tmp_path_factory.mktemp("s3") / "moto.log").open("wb")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            assert server.poll() is None, "the S3 server (moto_server) exited"
+            assert time.monotonic() < deadline, "the S3 server (moto_server) did not start"
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}"
+    server.terminate()
+    server.wait(timeout=30)
+    log.close()
+
+
+class S3Bucket:
+    """A bucket of its own on the test's S3 server, which ``storages["traces"]`` uses."""
+
+    def __init__(self, url: str, name: str) -> None:
+        import boto3
+
+        self.url, self.name = url, name
+        self.client = boto3.client(
+            "s3", endpoint_url=url, region_name="us-east-1",
+            aws_access_key_id=S3_KEYS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=S3_KEYS["AWS_SECRET_ACCESS_KEY"],
+        )
+
+    def storage_setting(self, prefix: str = "") -> dict[str, Any]:
+        return {"BACKEND": "deviations.core.storage.s3.S3Storage", "OPTIONS": {
+            "bucket_name": self.name, "endpoint_url": self.url, "region_name": "us-east-1",
+            "access_key": S3_KEYS["AWS_ACCESS_KEY_ID"],
+            "secret_key": S3_KEYS["AWS_SECRET_ACCESS_KEY"],
+            "location": prefix, "signature_version": "s3v4", "file_overwrite": True,
+            "default_acl": None, "addressing_style": "path",
+        }}
+
+    def env(self) -> dict[str, str]:
+        """What another process (a worker) needs to use the same bucket."""
+        return {**S3_KEYS, "DEVIATIONS_S3_BUCKET": self.name, "DEVIATIONS_S3_ENDPOINT_URL":
+                self.url, "DEVIATIONS_S3_REGION": "us-east-1",
+                "DEVIATIONS_S3_ADDRESSING_STYLE": "path"}
+
+    def keys(self) -> list[str]:
+        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.name)
+        return sorted(o["Key"] for page in pages for o in page.get("Contents", ()))
+
+    def read(self, key: str) -> bytes:
+        return bytes(self.client.get_object(Bucket=self.name, Key=key)["Body"].read())
+
+
+@pytest.fixture
+def s3(s3_server: str, settings: Any) -> S3Bucket:
+    """A new bucket on the test's S3 server, made the trace storage for this test."""
+    import uuid
+
+    bucket = S3Bucket(s3_server, f"t-{uuid.uuid4().hex[:20]}")
+    bucket.client.create_bucket(Bucket=bucket.name)
+    settings.STORAGES = {**settings.STORAGES, "traces": bucket.storage_setting()}
+    return bucket
+
+
+class LocalFolder:
+    """The trace storage's local folder for one test."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def keys(self) -> list[str]:
+        if not self.root.exists():
+            return []
+        return sorted(p.relative_to(self.root).as_posix() for p in self.root.rglob("*")
+                      if p.is_file())
+
+    def read(self, key: str) -> bytes:
+        return (self.root / key).read_bytes()
+
+
+@pytest.fixture(params=["local", "s3"])
+def trace_storage(request: pytest.FixtureRequest, settings: Any, tmp_path: Path) -> Any:
+    """The trace storage of this test, empty: a local folder, then S3 on loopback."""
+    if request.param == "s3":
+        return request.getfixturevalue("s3")
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return LocalFolder(tmp_path / "media")

@@ -3,7 +3,7 @@
 A stored run or histogram is the durable record of work to do; the task message is only a
 wake-up call. When the broker cannot be reached the message is dropped (logged) instead of
 failing the request that stored the data, and a beat sweeper finds the work again from the
-database once the broker is back (``ingest.tasks.requeue_pending``,
+database once the broker is back (``deviations.traces.uploads.tasks.requeue_pending``,
 ``deviations.traces.tasks.analyse_stale_series``,
 ``deviations.histograms.tasks.detect_stale_probes``).
 """

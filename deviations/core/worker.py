@@ -18,8 +18,14 @@ app = Celery("deviations")
 # would send the other threads' tasks to amqp://localhost).
 app.set_default()
 app.config_from_object("django.conf:settings", namespace="CELERY")
-# Each feature keeps its tasks in its own tasks.py; ingest has the ingest task.
-app.autodiscover_tasks(
-    ["deviations.traces", "deviations.histograms", "deviations.alerts", "ingest",
-     "deviations.experiments.canaries"]
-)
+# Each feature keeps its tasks in its own tasks.py; trace uploads have the ingest task.
+TASK_PACKAGES = ["deviations.traces", "deviations.traces.uploads", "deviations.histograms",
+                 "deviations.alerts", "deviations.experiments.canaries"]
+app.autodiscover_tasks(TASK_PACKAGES)
+
+
+def load_tasks() -> None:
+    """Import every tasks module now (a worker does it when it starts; the embedded beat
+    runs tasks by name). Not ``loader.import_default_modules``: through Celery's Django
+    fix-up that runs Django's system checks and configures logging again."""
+    app.autodiscover_tasks(TASK_PACKAGES, force=True)

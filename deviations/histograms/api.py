@@ -13,10 +13,11 @@ from ninja.files import UploadedFile
 from deviations.core.api import ErrorOut, TokenAuth
 from deviations.core.errors import UserError
 from deviations.core.packing import name_digest
+from deviations.core.uploads import check_upload_size
 from deviations.histograms import annotations as notes
 from deviations.histograms import selectors, services
 from deviations.histograms.models import BuildAnnotation, HistogramChange, Probe
-from ingest.services import check_upload_size, queue_detection, store_histogram_file
+from deviations.histograms.store import queue_detection, store_histogram_file
 
 router = Router(tags=["histograms"])
 

@@ -12,14 +12,11 @@ from django.views.decorators.http import require_POST
 from deviations.alerts.models import Alert
 from deviations.core.errors import TooLargeError, UserError
 from deviations.core.text import plotly_text
+from deviations.core.uploads import check_upload_size
 from deviations.histograms import annotations as notes
 from deviations.histograms import charts, selectors, services
 from deviations.histograms.models import BuildAnnotation, HistogramChange, Probe
-from ingest.services import (
-    check_upload_size,
-    queue_detection,
-    store_histogram_file,
-)
+from deviations.histograms.store import queue_detection, store_histogram_file
 
 _PAGE = 200
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from django.db.models import Count
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from ninja import Field, File, Form, Router, Schema, Status
 from ninja.files import UploadedFile
 
@@ -14,10 +15,12 @@ from deviations.core import access
 from deviations.core.api import ErrorOut, TokenAuth
 from deviations.core.errors import UserError
 from deviations.core.models import Ownership
+from deviations.core.uploads import check_upload_size
 from deviations.traces import annotations as notes
 from deviations.traces import compare, selectors, services
 from deviations.traces.models import Release, ReleaseAnnotation, Run, Series
-from ingest.services import ThreadOptions, check_upload_size, submit_uploads
+from deviations.traces.uploads.runs import ThreadOptions
+from deviations.traces.uploads.submit import submit_uploads
 
 router = Router(tags=["traces"])
 
@@ -34,6 +37,7 @@ class RunOut(Schema):
     summary: dict[str, Any] | None
     status_url: str
     page_url: str
+    file_url: str | None = None
     duplicate: bool = False
     note: str = ""
 
@@ -92,6 +96,8 @@ def run_out(run: Run, duplicate: bool = False) -> dict[str, Any]:
         "summary": run.summary,
         "status_url": f"/api/runs/{run.pk}",
         "page_url": run.get_absolute_url(),
+        # The file as sent, while it is kept (DEVIATIONS_KEEP_TRACE_DAYS).
+        "file_url": reverse("run_file", args=[run.pk]) if run.file_stored else None,
         "duplicate": duplicate,
     }
 
@@ -100,7 +106,7 @@ def run_out(run: Run, duplicate: bool = False) -> dict[str, Any]:
     "/series/{name}/releases/{version}/runs",
     auth=TokenAuth(),
     response={201: RunOut, 200: RunOut, 400: FailedRunOut | ErrorOut, 403: ErrorOut,
-              413: ErrorOut},
+              413: ErrorOut, 507: ErrorOut},
     summary="Upload one trace file as a run of a release",
 )
 def upload_run(
@@ -118,7 +124,9 @@ def upload_run(
     already a run of this series (`duplicate: true`, nothing stored twice); poll
     `status_url` until the status is `done` or `failed`. 400: a bad name, or (tasks
     in-process) a file that cannot be used: the run is `failed` and `detail` says why, so
-    `curl --fail` notices. 403: the series belongs to others; 413: over the size limit."""
+    `curl --fail` notices. 403: the series belongs to others; 413: over the size limit;
+    507: the server's storage is full (nothing was stored: send it again later). The file
+    is kept whole (`file_url`) for the run page's download and `manage.py reingest`."""
     check_upload_size(request)
     if file is None:
         raise UserError("no file: send the trace as the multipart field 'file'")

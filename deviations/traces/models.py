@@ -161,8 +161,12 @@ class Run(models.Model):
     # Thread selection used by the parser: thread_name, process_name, all_threads.
     options = models.JSONField(default=dict)
     summary = models.JSONField(null=True, blank=True)
-    # The uploaded bytes while they wait for a worker; removed once the run is done or failed.
-    upload = models.FileField(upload_to="pending-traces/", blank=True)
+    # The file itself, kept whole in the trace storage under its sha256
+    # (deviations.traces.uploads.files): a pending run's worker reads it there; afterwards
+    # it stays for downloads and re-measurement until DEVIATIONS_KEEP_TRACE_DAYS expires it.
+    file_stored = models.BooleanField(default=False)
+    # When the kept file was deleted (its retention ran out); the times measured stay.
+    file_removed = models.DateTimeField(null=True, blank=True)
     upload_batch = models.UUIDField(null=True, blank=True, db_index=True)
     uploaded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
@@ -179,7 +183,12 @@ class Run(models.Model):
             # The same bytes are one run of a series, whichever release they were sent to.
             models.UniqueConstraint(fields=["series", "sha256"], name="run_unique_content"),
         ]
-        indexes = [models.Index(fields=["release", "status"], name="run_release_status")]
+        indexes = [
+            models.Index(fields=["release", "status"], name="run_release_status"),
+            # A kept file is one object per sha256 whichever series sent it: is another run
+            # still referring to it?
+            models.Index(fields=["sha256"], name="run_sha256"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.file_name} ({self.status})"

@@ -2,20 +2,21 @@
 
 A deletion happens in one transaction. Deleting a release or a run also drops the series'
 stored analysis (derived data: a column or a run gone means a full recompute) and queues
-the analysis once committed; the uploads of deleted runs still waiting for a worker are
-removed from disk. The callers check who may delete (``deviations.core.access``); the CLI
-needs shell access.
+the analysis once committed; the kept files of the deleted runs are deleted once
+committed, unless a run of another series was sent the same bytes
+(``uploads.files.release``). The callers check who may delete
+(``deviations.core.access``); the CLI needs shell access.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.core.files.storage import default_storage
 from django.db import transaction
 
 from deviations.core.queue import enqueue
 from deviations.traces.models import AnalysisBlock, Release, Run, Series, SeriesAnalysis
+from deviations.traces.uploads import files
 
 
 @dataclass(frozen=True)
@@ -41,52 +42,54 @@ def describe(series: Series, release: Release | None = None, run: Run | None = N
 
 def delete_series(series: Series) -> Deleted:
     done = describe(series)
-    uploads = _uploads(Run.objects.filter(series=series))
+    stored = _stored(Run.objects.filter(series=series))
     with transaction.atomic():
         series.delete()
-        transaction.on_commit(lambda: _remove(uploads))
+        transaction.on_commit(lambda: _remove(stored))
     return done
 
 
 def delete_release(release: Release) -> Deleted:
     done = describe(release.series, release)
-    uploads = _uploads(release.runs.all())
+    stored = _stored(release.runs.all())
     with transaction.atomic():
-        _drop_analysis(release.series_id)
+        drop_analysis(release.series_id)
         release.delete()
-        _after(release.series_id, uploads)
+        _after(release.series_id, stored)
     return done
 
 
 def delete_run(run: Run) -> Deleted:
     done = describe(run.series, run=run)
-    uploads = _uploads(Run.objects.filter(pk=run.pk))
+    stored = _stored(Run.objects.filter(pk=run.pk))
     with transaction.atomic():
-        _drop_analysis(run.series_id)
+        drop_analysis(run.series_id)
         run.delete()
-        _after(run.series_id, uploads)
+        _after(run.series_id, stored)
     return done
 
 
-def _uploads(runs: object) -> list[str]:
-    return [name for name in runs.exclude(upload="").values_list("upload", flat=True)]  # type: ignore[attr-defined]
+def _stored(runs: object) -> list[str]:
+    """The digests of these runs' kept files (read before the rows go)."""
+    return list(runs.filter(file_stored=True).values_list("sha256", flat=True))  # type: ignore[attr-defined]
 
 
-def _drop_analysis(series_id: int) -> None:
+def drop_analysis(series_id: int) -> None:
+    """Forget the series' stored analysis (derived data): the next one is a full recompute."""
     AnalysisBlock.objects.filter(series_id=series_id).delete()
     SeriesAnalysis.objects.filter(series_id=series_id).delete()
 
 
-def _after(series_id: int, uploads: list[str]) -> None:
+def _after(series_id: int, stored: list[str]) -> None:
     from deviations.traces.tasks import analyse_series  # the analysis brings SciPy
 
     def later() -> None:
-        _remove(uploads)
+        _remove(stored)
         enqueue(analyse_series, series_id)
 
     transaction.on_commit(later)
 
 
-def _remove(uploads: list[str]) -> None:
-    for name in uploads:
-        default_storage.delete(name)
+def _remove(stored: list[str]) -> None:
+    for sha256 in dict.fromkeys(stored):
+        files.release(sha256)

@@ -5,10 +5,7 @@ Thin and idempotent, keyed by ids (docs/architecture.md, "Tasks"). Task names ke
 historical ``deviations.`` prefix so queued messages survive an upgrade.
 """
 
-import hashlib
 import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from celery import shared_task
@@ -17,6 +14,7 @@ from django.core.cache import cache
 from django.db import InterfaceError, OperationalError
 from redis.exceptions import RedisError
 
+from deviations.core.locks import site_lock_folder
 from deviations.core.queue import enqueue
 from deviations.traces import analysis, notify, store
 from deviations.traces.models import Series
@@ -45,17 +43,6 @@ def _in_process() -> bool:
     return bool(app.conf.task_always_eager)
 
 
-def _lock_folder() -> Path:
-    """Where the in-process runs' lock files live: the machine's temporary folder, one
-    sub-folder per site (its database and media folder), which every thread and process
-    of that site shares; not the media folder, which holds only what users sent."""
-    site = f"{settings.DATABASES['default']['NAME']}|{settings.MEDIA_ROOT}"
-    folder = (Path(tempfile.gettempdir()) / "deviations-locks"
-              / hashlib.sha256(site.encode()).hexdigest()[:16])
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return folder
-
-
 def _run_once_in_process(task: Any, series_id: int) -> bool:
     """The embedded default's ``send_once``: the task runs here, in-process, unless the same
     task of the series is running in another request (thread or server process); that
@@ -63,16 +50,17 @@ def _run_once_in_process(task: Any, series_id: int) -> bool:
 
     Ten concurrent uploads to one series on SQLite otherwise made ten analyses at once,
     each of every run (measured: an upload cost 375 ms of CPU in the request under the
-    load benchmark). An exclusive ``flock`` on a file per task and series
-    (``_lock_folder``) says who runs; a caller that finds it taken leaves a *dirty* file
-    and returns; the holder clears the file before each run and runs again while it finds
-    it back, then checks once more after letting go (a caller that came between its last
-    check and the release found the lock still taken). The caller's data was committed
-    before it looked (``transaction.on_commit``), so the next run of the holder reads it.
+    load benchmark). An exclusive ``flock`` on a file per task and series (in
+    ``core.locks.site_lock_folder``) says who runs; a caller that finds it taken leaves a
+    *dirty* file and returns; the holder clears the file before each run and runs again
+    while it finds it back, then checks once more after letting go (a caller that came
+    between its last check and the release found the lock still taken). The caller's data
+    was committed before it looked (``transaction.on_commit``), so the next run of the
+    holder reads it.
     """
     import fcntl
 
-    folder = _lock_folder()
+    folder = site_lock_folder()
     name = f"{task.name}-{int(series_id)}"
     lock_path, dirty = folder / f"{name}.lock", folder / f"{name}.dirty"
     dirty.touch()

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, F, Max
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -23,6 +23,7 @@ from deviations.traces import annotations as notes
 from deviations.traces import charts, compare, selectors
 from deviations.traces.matrix import MatrixQuery, cell_rows, cells_json, matrix_slice, range_problem
 from deviations.traces.models import Function, Release, ReleaseAnnotation, Run, Series
+from deviations.traces.uploads import files
 
 SERIES_FIELDS = ["series", "releases", "runs", "latest_from", "latest_to", "regressions",
                  "improvements", "newest_not_compared", "releases_lacking_runs"]
@@ -217,8 +218,10 @@ def release_detail(request: HttpRequest, name: str, version: str) -> HttpRespons
 
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run.objects.select_related("series", "release"), pk=run_id)
-    return render(request, "deviations/run_detail.html",
-                  {"run": run, "summary": selectors.summary_rows(run.summary)})
+    return render(request, "deviations/run_detail.html", {
+        "run": run, "summary": selectors.summary_rows(run.summary),
+        "kept_until": files.kept_until(run), "keep_days": files.keep_days(),
+    })
 
 
 def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
@@ -284,13 +287,24 @@ def delete_release_annotation(request: HttpRequest, name: str, annotation_id: in
     return redirect(note.release.get_absolute_url() + "#annotations")
 
 
-def run_file(request: HttpRequest, run_id: int) -> FileResponse:
-    """The run's trace file as uploaded, while it is stored (until its ingest ends)."""
+def run_file(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The run's trace file byte for byte as it was sent (a ``.json.gz`` stays gzip), while
+    it is kept (``DEVIATIONS_KEEP_TRACE_DAYS``); 404 with the reason once it is gone."""
     run = get_object_or_404(Run, pk=run_id)
-    if not run.upload:
-        raise Http404("the trace file is no longer stored: only its times are kept")
-    try:
-        stream = run.upload.open("rb")
-    except FileNotFoundError as exc:  # ingested and removed meanwhile
-        raise Http404("the trace file is no longer stored") from exc
-    return FileResponse(stream, as_attachment=True, filename=run.file_name)
+    gone = None
+    if not run.file_stored:
+        gone = (f"the file of run {run.pk} was deleted on {run.file_removed:%Y-%m-%d}: "
+                "only its times are kept" if run.file_removed else
+                f"the file of run {run.pk} is not stored: only its times are kept")
+    else:
+        try:
+            stream = files.open_for_download(run.sha256)
+        except FileNotFoundError:  # deleted meanwhile
+            gone = f"the file of run {run.pk} is no longer stored"
+    if gone is not None:
+        return HttpResponse(gone, status=404, content_type="text/plain; charset=utf-8")
+    # octet-stream and no Content-Encoding: a client must not inflate a gzip file on the way.
+    response = FileResponse(stream, as_attachment=True, filename=run.file_name,
+                            content_type="application/octet-stream")
+    response["Content-Length"] = str(run.size_bytes)
+    return response

@@ -10,7 +10,7 @@ plain form, ~1,000 histograms a file; one probe in ten gets a lasting 2-bucket s
 into a fresh database (a temporary SQLite file unless ``--database-url`` names an empty
 one), then measures:
 
-1. ingest: ``ingest.histogram_store.store_histogram_file`` on every file (parse, one
+1. ingest: ``deviations.histograms.store.store_histogram_file`` on every file (parse, one
    transaction per file: what ``manage.py ingest_histograms`` does before it queues
    detection), reported as histograms per second;
 2. ``detect_s``: one full detection pass, ``deviations.histograms.detection.detect()``
@@ -94,8 +94,8 @@ def main() -> None:
 
         from deviations.histograms import detection as histogram_analysis
         from deviations.histograms.models import HistogramChange, HistogramSnapshot, Probe
+        from deviations.histograms.store import store_histogram_file
         from deviations.stats.histograms import detect_changes_adaptive
-        from ingest.histogram_store import store_histogram_file
 
         call_command("migrate", verbosity=0)
         t0 = time.perf_counter()

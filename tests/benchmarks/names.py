@@ -8,10 +8,10 @@ Run from the project root (PostgreSQL on 127.0.0.1:5432, trust auth)::
 It recreates the database ``--database``, migrates it, and writes ``--runs`` synthetic
 traces (a ``Renderer`` process whose ``CrRendererMain`` thread has one complete event per
 function, every name distinct, lognormal durations; the runs share their names). Each run
-is then ingested as a worker does (``ingest.runs.process_run`` of a registered run: parse,
-then store the functions and the packed times in one transaction), timed as a whole and
-split into parse and store, with the CPU time of this process and of its PostgreSQL
-server process (read from ``/proc``; robust to other load on the machine); then
+is then ingested as a worker does (``deviations.traces.uploads.runs.process_run`` of a
+registered run: parse, then store the functions and the packed times in one transaction),
+timed as a whole and split into parse and store, with the CPU time of this process and of
+its PostgreSQL server process (read from ``/proc``; robust to other load on the machine); then
 ``GET /series/<name>/releases/<version>/`` (the release page: its runs and its functions
 by median self time) is timed with django.test.Client, median of three after one
 warm-up. Issue 14's targets: ingest <= 20 s, release page <= 1 s (it measured 132-173 s
@@ -75,12 +75,15 @@ def main() -> None:
 
     os.chdir(PROJECT_ROOT)
     recreate_database(args.database)
+    # The runs' files are kept in the trace storage: a folder that goes with this run.
+    media = tempfile.TemporaryDirectory(prefix="deviations-bench-names-")
+    os.environ["DJANGO_MEDIA_ROOT"] = media.name
     setup_django(args.database)
     from django.core.management import call_command
     from django.test import Client
 
-    from ingest import runs as ingest_runs
-    from ingest.services import ThreadOptions, get_release
+    from deviations.traces.uploads import runs as ingest_runs
+    from deviations.traces.uploads.runs import ThreadOptions, get_release
 
     call_command("migrate", verbosity=0)
     rng = np.random.default_rng(args.seed)
@@ -92,8 +95,7 @@ def main() -> None:
             path = Path(tmp) / f"run-{k}.json"
             write_trace(path, args.functions, rng)
             size = path.stat().st_size
-            entry = ingest_runs.register_run(release, None, path.name, options,
-                                             keep_upload=False,
+            entry = ingest_runs.register_run(release, path, path.name, options,
                                              digest=ingest_runs.file_sha256(path))
             server_cpu = backend_cpu_s()
             start, cpu = time.perf_counter(), time.process_time()

@@ -92,8 +92,11 @@ def test_ten_concurrent_clients_on_sqlite(tmp_path: Path) -> None:
             releases = json.load(r)
         assert sum(r["runs_done"] for r in releases) == CLIENTS * EACH, releases
         assert sum(r["runs_pending"] + r["runs_failed"] for r in releases) == 0
+        # Each run's file is kept (one object per sha256), and nothing else: no partial
+        # file, no copy of an upload.
         left = [p for p in (tmp_path / "media").rglob("*") if p.is_file()]
-        assert left == []
+        assert len(left) == CLIENTS * EACH
+        assert all(p.parent.parent.name == "traces" and len(p.name) == 64 for p in left)
         # One analysis of the series at a time (traces.tasks.send_once in-process): every
         # request left its run to the running one or ran it, so once all are answered the
         # stored analysis has seen every run.

@@ -11,6 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("deviations", "ingest")
@@ -106,7 +107,8 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def _package(module: str) -> str:
     """deviations.traces.views -> deviations.traces; deviations.stats -> deviations.stats;
-    deviations.api (a module of the project package) -> deviations; ingest.runs -> ingest."""
+    deviations.api (a module of the project package) -> deviations; ingest.traces -> ingest;
+    deviations.traces.uploads.runs -> deviations.traces."""
     parts = module.split(".")
     if parts[0] == "deviations" and len(parts) > 1 and (ROOT / "deviations" / parts[1]).is_dir():
         return ".".join(parts[:2])
@@ -143,22 +145,49 @@ def test_no_import_cycle_between_packages() -> None:
     assert _cycles(packages) == []
 
 
-def test_ingest_imports_only_models_and_core_of_deviations() -> None:
+#: What the pure readers of ``ingest`` may use of the project: the error base and the
+#: release names, neither of which imports Django.
+INGEST_MAY_IMPORT = {"deviations.core.errors", "deviations.core.versions"}
+
+
+def _external_imports(path: Path) -> set[str]:
+    """Top-level names of the packages outside the project that a module imports."""
+    tree = ast.parse(path.read_text(), str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module.split(".")[0])
+    return names - set(PACKAGES)
+
+
+def test_ingest_holds_pure_readers_only() -> None:
+    """bytes -> plain data: no arrow from ``ingest`` back into a feature, no Django (so no
+    database, no task, no view), no Django app."""
     bad = {
         (m, t) for m, ts in GRAPH.items() if m.startswith("ingest") for t in ts
-        if t.startswith("deviations")
-        and not (t.startswith("deviations.core") or t.endswith(".models"))
+        if t.startswith("deviations") and t not in INGEST_MAY_IMPORT
     }
     assert bad == set()
+    frameworks = {
+        (m, name) for m, path in MODULES.items() if m.startswith("ingest")
+        for name in _external_imports(path) if name in ("django", "celery", "ninja", "kombu")
+    }
+    assert frameworks == set()
+    assert not (ROOT / "ingest" / "apps.py").exists()
+    assert not [a for a in settings.INSTALLED_APPS if a.split(".")[0] in PACKAGES[1:]]
+
+
+def test_the_purity_check_sees_django() -> None:
+    assert "django" in _external_imports(MODULES["deviations.traces.uploads.runs"])
+    assert "numpy" in _external_imports(MODULES["ingest.traces"])
 
 
 def test_deviations_imports_ingest_only_through_its_entry() -> None:
-    """``deviations.apps`` connects ingest's signals when Django starts: it imports them
-    alone, not the parsers behind the entry (start-up time)."""
     bad = {
         (m, t) for m, ts in GRAPH.items() if m.startswith("deviations") for t in ts
         if t.startswith("ingest") and t != "ingest.services"
-        and (m, t) != ("deviations.apps", "ingest.signals")
     }
     assert bad == set()
 

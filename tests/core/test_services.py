@@ -91,8 +91,8 @@ def test_upload_api_worker_export(worker, client: Client, simple_events, tmp_pat
     assert done.status == Run.DONE, (done.error, (tmp_path / "worker.log").read_text())
     assert failed.status == Run.FAILED
     assert failed.error.startswith("bad.json: ")
-    assert not done.upload
-    assert not failed.upload
+    assert done.file_stored
+    assert failed.file_stored
     out = io.StringIO()
     call_command("export", "--series", "e2e", "--what", "selftimes", stdout=out)
     rows = {r["function"]: r for r in json.loads(out.getvalue())}

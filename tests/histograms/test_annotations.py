@@ -12,8 +12,7 @@ from django.test import Client
 from deviations.core import access
 from deviations.core.models import ApiToken, Ownership
 from deviations.histograms.models import BuildAnnotation, Probe
-from ingest.histogram_store import store_histogram_file
-from ingest.services import queue_detection
+from deviations.histograms.store import queue_detection, store_histogram_file
 from tests.conftest import plain_histogram
 
 pytestmark = pytest.mark.django_db

@@ -19,9 +19,9 @@ from deviations.histograms.models import (
     HistogramSnapshot,
     Probe,
 )
+from deviations.histograms.store import store_histogram_file
 from deviations.histograms.tasks import detect_histogram_changes
 from deviations.stats.histograms import detect_changes_adaptive, hellinger
-from ingest.services import store_histogram_file
 from tests.conftest import plain_histogram
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ from deviations.alerts.models import Alert
 from deviations.histograms import charts as histogram_charts
 from deviations.histograms import demo as histogram_demo
 from deviations.histograms.models import HistogramChange, Probe
-from ingest.histogram_store import store_histogram_file
+from deviations.histograms.store import store_histogram_file
 from tests.conftest import ARTIFACTS, plain_histogram
 
 pytestmark = pytest.mark.django_db

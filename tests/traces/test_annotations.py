@@ -14,7 +14,7 @@ from deviations.core import access
 from deviations.core.models import ApiToken, Ownership
 from deviations.traces.analysis import analyse_series
 from deviations.traces.models import Function, ReleaseAnnotation, Series
-from ingest.services import ThreadOptions, get_release, ingest_local_file
+from deviations.traces.uploads.runs import ThreadOptions, get_release, ingest_local_file
 from tests.conftest import renderer_events
 
 pytestmark = pytest.mark.django_db

@@ -16,7 +16,7 @@ from django.test import Client
 from deviations.management.commands.demo import SERIES
 from deviations.traces import compare, demo
 from deviations.traces.models import Release, Run, Series
-from ingest.services import ThreadOptions, get_release, ingest_local_file
+from deviations.traces.uploads.runs import ThreadOptions, get_release, ingest_local_file
 from tests.conftest import renderer_events
 
 pytestmark = pytest.mark.django_db

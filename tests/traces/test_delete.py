@@ -18,7 +18,7 @@ from deviations.core.models import ApiToken
 from deviations.traces import admin as traces_admin
 from deviations.traces import services, store
 from deviations.traces.models import Release, Run, Series, SeriesAnalysis
-from ingest import runs
+from deviations.traces.uploads import files, runs
 from tests.conftest import renderer_events
 
 pytestmark = pytest.mark.django_db
@@ -86,8 +86,8 @@ def test_a_pending_upload_is_removed_with_its_run(tmp_path, settings, committed)
     settings.MEDIA_ROOT = tmp_path / "media"
     release = runs.get_release("web", "1.0")
     data = io.BytesIO(json.dumps(renderer_events([("Paint", 0, 10)])).encode())
-    run = runs.register_run(release, data, "p.json", runs.ThreadOptions(), keep_upload=True).run
-    stored = Path(run.upload.path)
+    run = runs.register_run(release, data, "p.json", runs.ThreadOptions()).run
+    stored = Path(settings.MEDIA_ROOT) / files.key(run.sha256)
     assert stored.exists()
     committed(services.delete_run, run)
     assert not stored.exists()

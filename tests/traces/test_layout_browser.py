@@ -18,7 +18,7 @@ from django.core.management import call_command
 from deviations.management.commands.demo import SERIES as DEMO
 from deviations.traces.analysis import analyse_series
 from deviations.traces.models import Function, Release, Run, Series
-from ingest.services import ThreadOptions, get_release, ingest_local_file
+from deviations.traces.uploads.runs import ThreadOptions, get_release, ingest_local_file
 from tests.browser_checks import check_layout, open_page
 from tests.conftest import SHARED_DATA
 

@@ -16,8 +16,7 @@ from django.test import Client
 
 from deviations.traces import charts
 from deviations.traces.models import Function, Run, Series
-from ingest.runs import register_run
-from ingest.services import ThreadOptions, get_release
+from deviations.traces.uploads.runs import ThreadOptions, get_release, register_run
 from tests.conftest import renderer_events
 
 pytestmark = pytest.mark.django_db
@@ -51,10 +50,11 @@ def test_run_page_shows_the_summary_as_a_table_and_no_error(client: Client, tmp_
     assert "Error" not in html
     assert 'id="run-error"' not in html
     assert 'href="/series/small/"' in html  # the series, from the run
-    # The CLI never keeps the file: the page says so instead of a dead link.
-    assert "Not stored" in html
-    assert f"/runs/{run.pk}/file" not in html
-    assert client.get(f"/runs/{run.pk}/file").status_code == 404
+    # The CLI keeps the file too: the page links to it, byte for byte.
+    assert f'href="/runs/{run.pk}/file"' in html
+    assert "kept as long as the run" in html
+    response = client.get(f"/runs/{run.pk}/file")
+    assert b"".join(response.streaming_content) == (tmp_path / run.file_name).read_bytes()
 
 
 def test_failed_run_shows_its_error(client: Client, tmp_path) -> None:
@@ -73,10 +73,10 @@ def test_a_pending_run_offers_its_trace_file(client: Client, settings, tmp_path)
     settings.MEDIA_ROOT = tmp_path / "media"
     data = json.dumps({"traceEvents": renderer_events([("Paint", 0, 10)])}).encode()
     entry = register_run(get_release("up", "1.0"), io.BytesIO(data), "my trace.json",
-                         ThreadOptions(), keep_upload=True)
+                         ThreadOptions())
     run = entry.run
     assert run.status == Run.PENDING
-    assert run.upload
+    assert run.file_stored
     html = client.get(f"/runs/{run.pk}/").content.decode()
     assert f'href="/runs/{run.pk}/file"' in html
     assert "Not parsed yet" in html

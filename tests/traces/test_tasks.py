@@ -31,19 +31,19 @@ def test_runs_finished_while_an_analysis_is_queued_send_no_other(
     sent: list[tuple[str, int]], series: str  # noqa: F811
 ) -> None:
     from deviations.traces.models import Series
-    from deviations.traces.receivers import queue_analysis
+    from deviations.traces.uploads.tasks import queue_analysis
 
     s = Series.objects.get(name=series)
     other = Series.objects.create(name="other")
     for _ in range(3):  # three runs of s finish before its analysis starts
-        queue_analysis(sender=None, series_id=s.pk)
-    queue_analysis(sender=None, series_id=other.pk)
+        queue_analysis(s.pk)
+    queue_analysis(other.pk)
     analyse = tasks.analyse_series.name
     assert sent == [(analyse, s.pk), (analyse, other.pk)]
     # The analysis starts (and drops its mark before it reads the runs): a run finishing
     # from now on sends another.
     tasks.analyse_series.run(s.pk)
-    queue_analysis(sender=None, series_id=s.pk)
+    queue_analysis(s.pk)
     assert sent[2:] == [(analyse, s.pk)]
 
 
@@ -76,7 +76,7 @@ def test_in_process_tasks_are_never_coalesced(series: str) -> None:  # noqa: F81
 @pytest.fixture
 def in_process(settings: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Tasks run in-process (the embedded default), with lock files of this test's own
-    site (``traces.tasks._lock_folder`` keys them by the media folder)."""
+    site (``core.locks.site_lock_folder`` keys them by the media folder)."""
     settings.MEDIA_ROOT = tmp_path
     monkeypatch.setattr(tasks, "_in_process", lambda: True)
 

@@ -11,9 +11,9 @@ from ninja import File, Form, Router, Schema, Status
 from ninja.files import UploadedFile
 
 from deviations.core.api import ErrorOut, TokenAuth
+from deviations.core.uploads import check_upload_size
 from deviations.experiments.ab import selectors, services
 from deviations.experiments.ab.models import ABHost, ABRun
-from ingest.services import check_upload_size
 
 router = Router(tags=["A/B runs"])
 

@@ -9,9 +9,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from deviations.core.errors import UserError
+from deviations.core.uploads import check_upload_size
 from deviations.experiments.ab import charts, selectors, services
 from deviations.experiments.ab.models import ABHost, ABRun
-from ingest.services import check_upload_size
 
 
 def _pct(raw: str | None) -> float | None:

@@ -14,7 +14,8 @@ from deviations.traces import demo
 from deviations.traces.analysis import analyse_series
 from deviations.traces.models import Run, Series
 from deviations.traces.notify import after_analysis
-from ingest.services import ThreadOptions, get_release, ingest_local_file
+from deviations.traces.services import delete_series
+from deviations.traces.uploads.runs import ThreadOptions, get_release, ingest_local_file
 
 SERIES = "chromium-demo.example-load"
 
@@ -56,11 +57,12 @@ class Command(base.Command):
                 "(this database is not SQLite); create users with createsuperuser, or pass "
                 "--demo-user on a private machine"
             )
-        existing = Series.objects.filter(name=SERIES)
-        if existing.exists() and not opts["force"]:
+        existing = Series.objects.filter(name=SERIES).first()
+        if existing is not None and not opts["force"]:
             self.stdout.write(f"demo series {SERIES} already present")
         else:
-            existing.delete()
+            if existing is not None:
+                delete_series(existing)  # its kept trace files with it
             self._traces(opts["runs"])
         # Four Telemetry probes × 60 builds (a lasting shift, a bimodal weight swap, a
         # one-build spike that must not alert, a stable probe); a second run changes nothing.

@@ -32,7 +32,8 @@ class Command(base.Command):
     def handle(self, *args: Any, **opts: Any) -> None:
         # Imported here: ingest brings msgspec, numpy and Celery, which --help does not need
         # (start-up time; docs/architecture.md, "Start-up").
-        from ingest.services import HistogramError, queue_detection, store_histogram_file
+        from deviations.histograms.store import queue_detection, store_histogram_file
+        from ingest.services import HistogramError
 
         failed = 0
         probe_ids: set[int] = set()

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from deviations.core.errors import UserError
 from deviations.management import base
 from deviations.traces.models import Run
 
@@ -20,9 +21,10 @@ class Command(base.Command):
         "as runs of one release (--release VERSION FILE...), or of many releases at once "
         "(--manifest runs.csv with a header release,file[,order], or --folders DIR holding a "
         "folder per release), synchronously. Each file is one run and is stored whole or not "
-        "at all; a file already ingested in the series (same sha256) is skipped. Prints one line "
-        "per file, then updates the series' statistics (as `analyse` does); exits with status 1 "
-        "if any file failed."
+        "at all; a file already ingested in the series (same sha256) is skipped. The file is "
+        "kept in the trace storage, as uploads are (download from the run's page, `reingest`). "
+        "Prints one line per file, then updates the series' statistics (as `analyse` does); "
+        "exits with status 1 if any file failed."
     )
 
     # The system checks import the URL configuration (the REST API, the pages): half a
@@ -64,9 +66,13 @@ class Command(base.Command):
     def handle(self, *args: Any, **opts: Any) -> None:
         from tqdm import tqdm  # start-up: see the comment at the top
 
-        from ingest.services import IngestError, ThreadOptions, get_release
+        from deviations.traces.uploads.runs import IngestError, ThreadOptions, get_release
 
-        options = ThreadOptions(opts["thread_name"], opts["process_name"], opts["all_threads"])
+        try:
+            options = ThreadOptions(opts["thread_name"], opts["process_name"],
+                                    opts["all_threads"])
+        except IngestError as exc:
+            raise CommandError(str(exc)) from exc
         entries = self._entries(opts)
         releases: dict[str, Any] = {}
         try:  # every release checked (and created) before any file is read
@@ -119,12 +125,14 @@ class Command(base.Command):
 
     @staticmethod
     def _one(release: Any, path: Path, options: Any) -> tuple[str, bool]:
-        from ingest.services import ingest_local_file
+        from deviations.traces.uploads.runs import ingest_local_file
 
         try:
             entry = ingest_local_file(release, path, options)
         except OSError as exc:
             return f"FAILED {path.name}: cannot open ({exc.strerror or exc})", False
+        except UserError as exc:  # the trace storage is full
+            return f"FAILED {exc.message}", False
         run = entry.run
         if entry.duplicate:
             return (

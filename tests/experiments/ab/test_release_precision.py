@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from deviations.traces.models import Function
-from ingest.services import ThreadOptions, get_release, ingest_local_file
+from deviations.traces.uploads.runs import ThreadOptions, get_release, ingest_local_file
 from tests.conftest import renderer_events
 
 pytestmark = pytest.mark.django_db

@@ -12,8 +12,8 @@ from django.core.management import CommandError, call_command
 
 from deviations.core.models import ApiToken
 from deviations.histograms.models import HistogramChange, HistogramSnapshot, Probe
+from deviations.histograms.store import store_histogram_file
 from deviations.histograms.tasks import detect_histogram_changes
-from ingest.histogram_store import store_histogram_file
 from ingest.histograms import HistogramError
 from tests.conftest import SHARED_DATA, plain_histogram
 

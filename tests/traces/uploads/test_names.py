@@ -12,7 +12,7 @@ import pytest
 from django import db
 
 from deviations.traces.models import Function, Run, RunTimes
-from ingest import runs
+from deviations.traces.uploads import runs
 from tests.conftest import renderer_events
 
 
@@ -97,7 +97,7 @@ def test_concurrent_ingests_of_the_same_new_names_make_one_row_each(
     for file_name, names in (("a.json", names_a), ("b.json", names_b)):
         path = trace(write_trace, file_name, names)
         parsed.append(runs.parse_file(path, file_name, options.as_dict()))
-        run_ids.append(runs.register_run(release, None, file_name, options, keep_upload=False,
+        run_ids.append(runs.register_run(release, path, file_name, options,
                                          digest=runs.file_sha256(path)).run.pk)
 
     # The first ingest stops inside its transaction once its names are written.

@@ -22,7 +22,6 @@ from typing import IO, Any
 import numpy as np
 from django import db
 from django.conf import settings
-from django.core.files import File
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -31,7 +30,8 @@ from deviations.core.db import IN_BATCH, batches, lz4_toast
 from deviations.core.errors import UserError
 from deviations.core.versions import check_order, check_series_name, check_version
 from deviations.traces.models import Function, Release, Run, RunTimes, Series
-from ingest.traces import FunctionTimes, TraceError, parse_trace
+from deviations.traces.uploads import files
+from ingest.services import FunctionTimes, TraceError, parse_trace
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +42,28 @@ class IngestError(UserError):
     """A request that cannot make a run at all (bad series name, bad version)."""
 
 
+#: Thread and process names are matched against the trace's metadata: at most this long.
+MAX_THREAD_NAME = 200
+
+
 @dataclass(frozen=True)
 class ThreadOptions:
+    """Which threads a run measures. Names with a control character (a NUL, which
+    PostgreSQL cannot store) or over ``MAX_THREAD_NAME`` are refused with ``IngestError``
+    before anything is stored."""
+
     thread_name: str = "CrRendererMain"
     process_name: str = "Renderer"
     all_threads: bool = False
+
+    def __post_init__(self) -> None:
+        for label, value in (("thread name", self.thread_name),
+                             ("process name", self.process_name)):
+            if len(value) > MAX_THREAD_NAME:
+                raise IngestError(f"{label}: longer than {MAX_THREAD_NAME} characters")
+            if not value.isprintable():
+                raise IngestError(f"{label} {value!r}: control characters (such as NUL) "
+                                  "are not allowed")
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -103,27 +120,31 @@ def sha256_of(stream: IO[bytes]) -> tuple[str, int]:
 
 def register_run(
     release: Release,
-    stream: IO[bytes] | None,
+    content: IO[bytes] | Path,
     file_name: str,
     options: ThreadOptions,
     *,
-    keep_upload: bool,
     batch: uuid.UUID | None = None,
     user: Any = None,
     digest: tuple[str, int] | None = None,
+    stored: bool = False,
 ) -> Registered:
-    """Make (or find) the Run for these bytes; it is pending unless it failed at once.
+    """Make (or find) the Run for these bytes and keep the file; the run is pending unless
+    it failed at once.
 
-    ``keep_upload`` saves the bytes to media storage for a worker to read later (uploads);
-    the CLI passes False and parses the file where it lies. ``digest`` (sha256, size), when
-    the caller already has it, saves reading ``stream``. A file over
-    ``DEVIATIONS_MAX_TRACE_BYTES`` becomes a failed run without being stored.
+    ``content`` is the file: an uploaded stream, or a path on this machine (CLI). Its bytes
+    go to the trace storage under their sha256 (``files``) before the run that refers to
+    them is committed, and a request that fails after that deletes them again: a failed
+    request leaves no file, a committed pending run always has one. ``digest`` (sha256,
+    size), when the caller already has it, saves reading the file for it; ``stored``: the
+    caller wrote it to the trace storage already (``files.put`` returned True), and this
+    call deletes it again as its own if no run keeps it. An empty file, or one over
+    ``DEVIATIONS_MAX_TRACE_BYTES``, becomes a failed run without being stored.
+    Raises ``files.StorageFullError`` (507) when the storage is full.
     """
     name = safe_file_name(file_name)
     if digest is None:
-        if stream is None:
-            raise ValueError("register_run needs a stream or a digest")
-        digest = sha256_of(stream)
+        digest = file_sha256(content) if isinstance(content, Path) else sha256_of(content)
     sha, size = digest
     limit = settings.DEVIATIONS_MAX_TRACE_BYTES
     fields: dict[str, Any] = {
@@ -147,29 +168,62 @@ def register_run(
             error=f"{name}: {size:,} bytes is over the limit of {limit:,} bytes",
             finished=timezone.now(),
         )
-    with transaction.atomic():
-        existing = (
-            Run.objects.select_for_update().filter(series=release.series, sha256=sha).first()
-        )
+    keep = fields["status"] == Run.PENDING
+    wrote = stored and keep
+    try:
+        # The obvious duplicate costs no write; the answer that counts is the one under the
+        # lock.
+        existing = Run.objects.filter(series=release.series, sha256=sha).first()
         if existing is not None and not _retryable(existing):
-            return Registered(existing, duplicate=True)
-        if existing is not None:  # failed, or abandoned by a crashed CLI: try again
-            run = existing
-            for key, value in fields.items():
-                setattr(run, key, value)
+            entry = Registered(existing, duplicate=True)
         else:
-            run = Run(series=release.series, sha256=sha, **fields)
-        if keep_upload and run.status == Run.PENDING and stream is not None:
-            run.upload.save(f"{uuid.uuid4().hex}.trace", File(stream), save=False)
-        run.save()
-    return Registered(run, duplicate=False)
+            # The slow part, outside any transaction.
+            wrote = wrote or (keep and files.put(sha, content, name))
+            with transaction.atomic():
+                files.lock(sha)  # one registration or deletion of these bytes at a time
+                existing = (
+                    Run.objects.select_for_update().filter(series=release.series, sha256=sha)
+                    .first()
+                )
+                if existing is not None and not _retryable(existing):
+                    entry = Registered(existing, duplicate=True)
+                else:
+                    # New, or failed, or abandoned without its file: (re)register it.
+                    run = existing or Run(series=release.series, sha256=sha)
+                    for field, value in fields.items():
+                        setattr(run, field, value)
+                    if keep:
+                        files.ensure(sha, content, name)
+                        run.file_stored, run.file_removed = True, None
+                    run.save()
+                    entry = Registered(run, duplicate=False)
+    except BaseException:
+        if wrote:
+            files.release_quietly(sha)
+        raise
+    if entry.duplicate and wrote:
+        files.release_quietly(sha)  # the run had them already, or without its file
+    return entry
 
 
 def _retryable(run: Run) -> bool:
-    """A failed run, or a pending one that nobody holds and no worker will pick up."""
+    """Sending the same bytes again registers the run again: it failed, or it is pending
+    without its file (lost, or sent before files were kept) and nobody holds it."""
     if run.status == Run.FAILED:
         return True
-    return run.status == Run.PENDING and not run.upload and run.started is None
+    return run.status == Run.PENDING and not run.file_stored and not held(run)
+
+
+def held(run: Run) -> bool:
+    """A worker (or a request, in-process) holds a live claim on the pending run."""
+    return run.started is not None and run.started >= stale_claim_before()
+
+
+def waiting(run: Run) -> bool:
+    """A pending run with its file that nobody holds: a worker may take it now (its task
+    message was lost, or the process that held it died). Sending its file again sends its
+    task again."""
+    return run.status == Run.PENDING and run.file_stored and not held(run)
 
 
 def stale_claim_before() -> datetime:
@@ -201,9 +255,13 @@ class _Lease:
         every = settings.DEVIATIONS_CLAIM_LEASE_SECONDS / 4
         try:
             while not self.stop.wait(every):
-                Run.objects.filter(pk=self.run_id, status=Run.PENDING).update(
-                    started=timezone.now()
-                )
+                try:
+                    Run.objects.filter(pk=self.run_id, status=Run.PENDING).update(
+                        started=timezone.now()
+                    )
+                except db.DatabaseError:  # busy or restarting: the next renewal may pass
+                    log.warning("could not renew the claim on run %s", self.run_id,
+                                exc_info=True)
         finally:
             db.connection.close()  # this thread's own connection
 
@@ -215,11 +273,14 @@ class _Lease:
         self.thread.join()
 
 
-def parse_file(path: Path, file_name: str, options: dict[str, Any]) -> FunctionTimes:
-    """The parsed trace; ``TraceError`` with the one-line reason when it cannot be used."""
+def parse_file(
+    source: Path | IO[bytes], file_name: str, options: dict[str, Any]
+) -> FunctionTimes:
+    """The parsed trace (a path, or a stream of the stored object); ``TraceError`` with the
+    one-line reason when it cannot be used."""
     try:
         return parse_trace(
-            path,
+            source,
             display_name=file_name,
             thread_name=options.get("thread_name", "CrRendererMain"),
             process_name=options.get("process_name", "Renderer"),
@@ -238,9 +299,10 @@ def process_run(
     ``parsed``, when the caller has already parsed the file (``ingest_local_file``), is
     stored as is, or is the error that parse raised.
     A run that is not pending, or that another worker is processing, is left alone. Parse
-    errors make the run ``failed`` with a one-line reason and write no times. ``lease``
-    (workers): renew the claim while processing, so that a claim left by a killed worker
-    is known stale after one lease (``DEVIATIONS_CLAIM_LEASE_SECONDS``).
+    errors make the run ``failed`` with a one-line reason and write no times. ``lease``:
+    renew the claim while processing, so that a claim left by a killed worker (or a killed
+    server, in-process) is known stale after one lease (``DEVIATIONS_CLAIM_LEASE_SECONDS``)
+    and the run is taken over by the sweeper, or by sending its file again.
     """
     if not _claim(run_id):
         return Run.objects.get(pk=run_id)
@@ -253,10 +315,7 @@ def process_run(
 def _process(run_id: int, parsed: FunctionTimes | TraceError | None) -> Run:
     run = Run.objects.get(pk=run_id)
     if parsed is None:
-        try:
-            parsed = parse_file(Path(run.upload.path), run.file_name, run.options or {})
-        except TraceError as exc:
-            parsed = exc
+        parsed = parse_stored(run)
     if isinstance(parsed, TraceError):
         _finish_failed(run, str(parsed))
     else:
@@ -267,32 +326,60 @@ def _process(run_id: int, parsed: FunctionTimes | TraceError | None) -> Run:
             # Nothing was written (one transaction); let the next attempt claim the run.
             Run.objects.filter(pk=run.pk, status=Run.PENDING).update(started=None)
             raise
-    _drop_upload(run)
+    if files.keep_days() == 0:  # kept only until ingested
+        files.forget(run.pk, run.sha256)
     run.refresh_from_db()
     return run
+
+
+def parse_stored(run: Run, options: dict[str, Any] | None = None) -> FunctionTimes | TraceError:
+    """The run's stored file, parsed with the run's thread selection (or ``options``)."""
+    try:
+        with files.reader(run.sha256) as source:
+            return parse_file(source, run.file_name, run.options if options is None
+                              else options)
+    except TraceError as exc:
+        return exc
+    except FileNotFoundError:
+        Run.objects.filter(pk=run.pk).update(file_stored=False)
+        return TraceError(f"{run.file_name}: the stored file is missing (deleted before it "
+                          "was ingested): send it again")
 
 
 def ingest_local_file(release: Release, path: Path, options: ThreadOptions) -> Registered:
     """Ingest a file on this machine (CLI, demo): one run, stored whole or failed.
 
-    The file is hashed in a second thread while it is parsed (hashlib releases the GIL),
-    so on two cores the hash adds nothing to the parse time. A file whose bytes are already
-    a run of the series is recognised after the parse and left alone.
-    Raises OSError when the file cannot be opened.
+    The file is hashed, then copied to the trace storage (kept like an upload), in a second
+    thread while it is parsed (hashlib and file I/O release the GIL). A file whose bytes
+    are already a run of the series is recognised after the parse and left alone, unless
+    that run waits for a worker that will not come (a killed process left it): then it is
+    ingested here, from its stored file. Raises OSError when the file cannot be opened,
+    ``files.StorageFullError`` when the trace storage is full.
     """
     name = safe_file_name(path.name)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        hashing = pool.submit(file_sha256, path)
+        keeping = pool.submit(_hash_and_keep, path, name)
         parsed: FunctionTimes | TraceError
         try:
             parsed = parse_file(path, name, options.as_dict())
         except TraceError as exc:
             parsed = exc
-        digest = hashing.result()
-    entry = register_run(release, None, name, options, keep_upload=False, digest=digest)
+        digest, stored = keeping.result()
+    entry = register_run(release, path, name, options, digest=digest, stored=stored)
+    if entry.duplicate and waiting(entry.run):
+        return Registered(process_run(entry.run.pk, lease=True), duplicate=False)
     if entry.duplicate or entry.run.status != Run.PENDING:
         return entry
     return Registered(process_run(entry.run.pk, parsed=parsed), duplicate=False)
+
+
+def _hash_and_keep(path: Path, name: str) -> tuple[tuple[str, int], bool]:
+    """The file's digest, then its copy in the trace storage (a second thread, while the
+    file is parsed: copying and flushing 250 MB took 0.7-1.6 s). True when it wrote it."""
+    sha, size = file_sha256(path)
+    if size == 0 or size > settings.DEVIATIONS_MAX_TRACE_BYTES:
+        return (sha, size), False  # a failed run: nothing kept
+    return (sha, size), files.put(sha, path, name)
 
 
 def file_sha256(path: Path) -> tuple[str, int]:
@@ -399,27 +486,28 @@ def _function_ids_copy(series: Series, names: list[str], digests: list[str]) -> 
     return ids
 
 
+def write_times(run: Run, result: FunctionTimes) -> None:
+    """The run's functions and packed times, in the caller's transaction; the run has no
+    times yet (a pending run, or one whose times ``reingest`` deleted)."""
+    ids = _function_ids(run.series, result.names)
+    # lz4, not pglz, for the run's 32 MB of times (a million functions): 1.0 s of server
+    # CPU became 0.3 s (tests.benchmarks.names).
+    lz4_toast()
+    # force_insert: the run has no times; a plain save() would first send the arrays in
+    # an UPDATE that matches nothing (32 MB for a million functions).
+    RunTimes.pack(run, ids, result.self_us, result.total_us, result.calls).save(
+        force_insert=True
+    )
+
+
 def _store(run: Run, result: FunctionTimes) -> None:
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
         if locked.status != Run.PENDING:
             return  # finished by another worker after a stale claim
-        ids = _function_ids(run.series, result.names)
-        # lz4, not pglz, for the run's 32 MB of times (a million functions): 1.0 s of server
-        # CPU became 0.3 s (tests.benchmarks.names).
-        lz4_toast()
-        # force_insert: a pending run has no times; a plain save() would first send the
-        # arrays in an UPDATE that matches nothing (32 MB for a million functions).
-        RunTimes.pack(locked, ids, result.self_us, result.total_us, result.calls).save(
-            force_insert=True
-        )
+        write_times(locked, result)
         locked.status = Run.DONE
         locked.summary = result.summary.to_dict()
         locked.finished = timezone.now()
         locked.save(update_fields=["status", "summary", "finished"])
 
-
-def _drop_upload(run: Run) -> None:
-    if run.upload:
-        run.upload.delete(save=False)
-        Run.objects.filter(pk=run.pk).update(upload="")

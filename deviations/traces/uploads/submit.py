@@ -12,14 +12,20 @@ from django.db import transaction
 from deviations.core import access
 from deviations.core.models import Ownership
 from deviations.traces.models import Run
-from ingest.runs import Registered, ThreadOptions, get_release, register_run
-from ingest.tasks import queue_ingest
+from deviations.traces.uploads.runs import (
+    Registered,
+    ThreadOptions,
+    get_release,
+    register_run,
+    waiting,
+)
+from deviations.traces.uploads.tasks import queue_ingest
 
 
 @dataclass
 class Submission:
     """What one upload registered. ``unqueued``: runs whose task could not reach the broker
-    (they stay pending; ``ingest.tasks.requeue_pending`` sends them again once it is back)."""
+    (they stay pending; ``tasks.requeue_pending`` sends them again once it is back)."""
 
     batch: uuid.UUID
     registered: list[Registered]
@@ -38,13 +44,16 @@ def submit_uploads(
     """Register each (name, stream) as a run of the release and queue the pending ones.
 
     The task is sent once the run's row is committed, so a worker never looks for a run
-    that is not there yet. A file already registered and still waiting for a worker is
-    queued again (the task is idempotent), so sending it again is a retry. A broker that
-    cannot be reached leaves the runs pending, never an error: the data is stored.
+    that is not there yet. A file already registered and still waiting for a worker (its
+    message lost, or the process that held it killed: ``runs.waiting``) is queued again
+    (the task is idempotent), so sending it again is a retry. A broker that cannot be
+    reached leaves the runs pending, never an error: the data is stored. A file is stored
+    before its run is committed and deleted again if the request fails
+    (``runs.register_run``).
     ``user`` must be allowed to write to the series (``deviations.core.access``; the first
     to write to a series without owners becomes its owner). Raises
-    ``ingest.runs.IngestError`` for a bad series or version, ``ForbiddenError`` (403)
-    without permission.
+    ``IngestError`` for a bad series or version, ``ForbiddenError`` (403) without
+    permission, ``files.StorageFullError`` (507) when the trace storage is full.
     """
     access.check_write(user, Ownership.SERIES, [series_name])
     release = get_release(series_name, version, order)
@@ -56,11 +65,10 @@ def submit_uploads(
             submission.unqueued.add(run_id)
 
     for name, stream in files:
-        entry = register_run(
-            release, stream, name, options, keep_upload=True, batch=submission.batch, user=user
-        )
+        entry = register_run(release, stream, name, options, batch=submission.batch,
+                             user=user)
         submission.registered.append(entry)
         run = entry.run
-        if run.status == Run.PENDING and (not entry.duplicate or run.started is None):
+        if run.status == Run.PENDING and (not entry.duplicate or waiting(run)):
             transaction.on_commit(lambda run_id=run.pk: send(run_id))
     return submission

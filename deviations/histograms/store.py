@@ -1,7 +1,7 @@
 """Store a parsed histogram file: every record or none, in one transaction.
 
 Every way in (CLI, REST API, upload page) calls ``store_histogram_file``; the parser
-(``ingest.histograms``) touches no database.
+(``ingest.histograms``, a pure reader) touches no database.
 
 Re-ingest policy: **replace**. A histogram for a (probe, build id) already stored replaces
 the stored one (aggregates such as GLAM's grow as more clients report for a build, so the
@@ -26,11 +26,11 @@ from deviations.core import access
 from deviations.core.db import INSERT_BATCH, batches
 from deviations.core.models import Ownership
 from deviations.core.packing import name_digest, pack
+from deviations.core.queue import enqueue
 from deviations.core.versions import sort_key
 from deviations.histograms.models import HistogramSnapshot, Probe
-from ingest import reading
-from ingest.histograms import HistogramError, HistogramRecord, parse_histogram_file
-from ingest.signals import histograms_stored
+from ingest.services import HistogramError, HistogramRecord, parse_histogram_file
+from ingest.services import display_name as source_name
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def store_histogram_file(
     records = parse_histogram_file(
         source, display_name=display_name, build_id=build_id, probe=probe
     )
-    name = display_name or reading.display_name(source)
+    name = display_name or source_name(source)
     for rec in records:
         try:
             sort_key(rec.build_id)
@@ -96,8 +96,12 @@ def store_histogram_file(
 def queue_detection(probe_ids: list[int]) -> None:
     """Detect changes on these probes once the histograms are committed (by a worker, or
     in-process in the embedded default)."""
+    # Imported when histograms are stored, not with this module: detection brings SciPy,
+    # which a command or a page that stores nothing never needs.
+    from deviations.histograms.tasks import detect_histogram_changes
+
     ids = list(probe_ids)
-    transaction.on_commit(lambda: histograms_stored.send(sender=Probe, probe_ids=ids))
+    transaction.on_commit(lambda: enqueue(detect_histogram_changes, ids))
 
 
 def _content_digest(rec: HistogramRecord) -> str:

@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from deviations.traces.models import Run, Series
-from ingest import runs
+from deviations.traces.uploads import runs
 from tests.conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -60,18 +60,40 @@ def test_upload_two_files_and_one_dropped(page: Any, tmp_path: Path, simple_even
     assert Run.objects.filter(status=Run.DONE).count() == 2
 
 
+def test_an_empty_file_among_several_is_refused_alone(
+    page: Any, tmp_path: Path, simple_events
+) -> None:
+    """Issue 23: the page refused every file with "The submitted file is empty." and named
+    none; now the empty one fails, named, and the others go in."""
+    log_in(page)
+    paths = []
+    for name, text in (("first.json", json.dumps({"traceEvents": simple_events})),
+                       ("empty.json", ""),
+                       ("second.json", json.dumps({"traceEvents": simple_events[:3]}))):
+        paths.append(tmp_path / name)
+        paths[-1].write_text(text)
+    page.fill("#id_series", "browser-series")
+    page.fill("#id_release", "1.0")
+    page.set_input_files("input[type=file]", [str(p) for p in paths])
+    page.click("#upload-form button[type=submit]")
+    page.wait_for_url("**/upload/*-*-*-*-*/")
+    page.locator("#batch-summary").filter(has_text="2 done, 1 failed, 0 pending").wait_for()
+    assert page.locator("tr[data-status=failed]").inner_text().startswith("empty.json")
+    assert "empty.json: empty file" in page.locator("tr[data-status=failed]").inner_text()
+
+
 def test_run_page_updates_itself(page: Any, write_trace, simple_events) -> None:
     path = write_trace("slow.json", simple_events)
     release = runs.get_release("s", "1")
     with path.open("rb") as f:
-        run = runs.register_run(release, f, "slow.json", runs.ThreadOptions(), keep_upload=True).run
+        run = runs.register_run(release, f, "slow.json", runs.ThreadOptions()).run
     page.goto(f"/runs/{run.pk}/")
     assert page.inner_text("#run-status") == "pending"
-    assert page.locator("#run-file a[download]").count() == 1  # still stored: offered
+    assert page.locator("#run-file a[download]").count() == 1  # stored: offered
     runs.process_run(run.pk)  # what the worker does meanwhile
     page.locator("#run-status", has_text="done").wait_for()
     assert "Slices timed (function calls)\t4" in page.inner_text("#run-summary")
-    assert "Not stored" in page.inner_text("#run-file")
+    assert "kept as long as the run" in page.inner_text("#run-file")  # and kept after
     assert page.locator("#run-error").count() == 0
 
 

@@ -28,7 +28,7 @@ from deviations.core.models import ApiToken
 from deviations.histograms.models import Probe
 from deviations.histograms.tasks import detect_stale_probes
 from deviations.traces.models import Run
-from ingest.tasks import requeue_pending
+from deviations.traces.uploads.tasks import requeue_pending
 from tests.conftest import plain_histogram, renderer_events
 from tests.core.test_services import wait_for
 
@@ -158,7 +158,7 @@ def test_uploads_while_the_broker_is_down_are_processed_once_it_is_back(
 
     pending = list(Run.objects.order_by("pk"))
     assert [r.status for r in pending] == [Run.PENDING] * 3
-    assert all(r.upload and r.queued_at is None for r in pending)
+    assert all(r.file_stored and r.queued_at is None for r in pending)
     assert Probe.objects.get().detected_at is None
 
     broker.start()
@@ -172,7 +172,7 @@ def test_uploads_while_the_broker_is_down_are_processed_once_it_is_back(
         recovered_s = time.monotonic() - back
         log = (tmp_path / "worker.log").read_text()
         assert [r.status for r in done] == [Run.DONE] * 3, log
-        assert not any(r.upload for r in done)
+        assert all(r.file_stored for r in done)  # kept after the ingest
         deadline = time.monotonic() + 60
         while Probe.objects.get().detected_at is None and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from ingest import views
+from deviations.traces.uploads import views
 
 urlpatterns = [
     path("", views.upload, name="upload"),

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from deviations.traces.models import Function, Release, Run, RunTimes, Series
-from ingest import runs
+from deviations.traces.uploads import runs
 from tests.conftest import renderer_events
 
 pytestmark = pytest.mark.django_db
@@ -234,17 +234,17 @@ def test_nul_in_a_name_is_stored_on_every_database(write_trace) -> None:
 
 
 def test_processing_twice_is_harmless(write_trace, simple_events) -> None:
-    from ingest.tasks import ingest_run
+    from deviations.traces.uploads.tasks import ingest_run
 
     path = write_trace("a.json", simple_events)
     release = runs.get_release("s1", "1")
     with path.open("rb") as f:
-        entry = runs.register_run(release, f, "a.json", runs.ThreadOptions(), keep_upload=True)
+        entry = runs.register_run(release, f, "a.json", runs.ThreadOptions())
     assert ingest_run(entry.run.pk) == Run.DONE
     assert ingest_run(entry.run.pk) == Run.DONE
     assert RunTimes.objects.count() == 1
     run = Run.objects.get()
-    assert not run.upload  # the uploaded copy is removed once ingested
+    assert run.file_stored  # kept after its ingest (DEVIATIONS_KEEP_TRACE_DAYS unset)
 
 
 def test_export_unknown_series() -> None:

@@ -37,8 +37,10 @@ class TraceUploadForm(forms.Form):
     thread_name = forms.CharField(max_length=200, initial="CrRendererMain")
     process_name = forms.CharField(max_length=200, initial="Renderer")
     all_threads = forms.BooleanField(required=False, help_text="Measure every thread.")
+    # allow_empty_file: an empty file among several becomes a failed run naming it (as in
+    # the API and the CLI) instead of refusing the others with it.
     files = MultipleFileField(
-        required=False,
+        required=False, allow_empty_file=True,
         help_text="One trace per run: .json or .json.gz.",
         widget=MultipleFileInput(attrs={"accept": ".json,.gz,application/json,application/gzip"}),
     )

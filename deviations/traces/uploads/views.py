@@ -11,16 +11,16 @@ from deviations.core import access
 from deviations.core.errors import TooLargeError, UserError
 from deviations.core.forms import form_error
 from deviations.core.models import Ownership
+from deviations.core.uploads import check_upload_size
 from deviations.traces.models import Series
-from ingest.forms import TraceUploadForm
-from ingest.runs import ThreadOptions
-from ingest.submit import submit_uploads
-from ingest.upload_handlers import check_upload_size
+from deviations.traces.uploads.forms import TraceUploadForm
+from deviations.traces.uploads.runs import ThreadOptions
+from deviations.traces.uploads.submit import submit_uploads
 
 
 def _page(request: HttpRequest, form: TraceUploadForm, status: int = 200) -> HttpResponse:
     series = Series.objects.order_by("name").values_list("name", flat=True)[:500]
-    return render(request, "ingest/upload.html", {"form": form, "series_names": series},
+    return render(request, "deviations/upload.html", {"form": form, "series_names": series},
                   status=status)
 
 
@@ -77,4 +77,4 @@ def upload_check(request: HttpRequest) -> JsonResponse:
 
 
 def upload_status(request: HttpRequest, batch: uuid.UUID) -> HttpResponse:
-    return render(request, "ingest/upload_status.html", {"batch": batch})
+    return render(request, "deviations/upload_status.html", {"batch": batch})

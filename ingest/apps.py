@@ -1,6 +1,0 @@
-from django.apps import AppConfig
-
-
-class IngestConfig(AppConfig):
-    name = "ingest"
-    verbose_name = "Ingestion"

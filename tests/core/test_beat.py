@@ -1,0 +1,116 @@
+"""The embedded default's beat (``deviations.core.beat``): the sweepers run in a thread of
+the server at start-up and on their periods, one process per site."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from deviations.core import beat
+from deviations.traces.models import Run
+from deviations.traces.uploads import runs
+from tests.conftest import renderer_events
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def wait_for(condition: Any, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "not within the time"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def site(settings: Any, tmp_path: Path) -> None:
+    """A site of its own: media folder (and so the beat's lock file)."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+def stuck_run(settings: Any, k: int = 0) -> Run:
+    """A run whose server was killed while it ingested it: pending, its file stored, its
+    claim never renewed since."""
+    data = json.dumps({"traceEvents": renderer_events([("Paint", 0, 100 + k)])}).encode()
+    run = runs.register_run(runs.get_release("web", "1.0"), io.BytesIO(data), f"r{k}.json",
+                            runs.ThreadOptions()).run
+    stale = timezone.now() - timedelta(seconds=2 * settings.DEVIATIONS_CLAIM_LEASE_SECONDS)
+    Run.objects.filter(pk=run.pk).update(started=stale)
+    return run
+
+
+def test_the_start_up_sweep_ingests_what_a_killed_server_left(site: None, settings: Any) -> None:
+    first, second = stuck_run(settings, 0), stuck_run(settings, 1)
+    thread = beat.EmbeddedBeat(settings.CELERY_BEAT_SCHEDULE, tick=0.05)
+    thread.start()
+    try:
+        wait_for(lambda: not Run.objects.filter(status=Run.PENDING).exists())
+    finally:
+        thread.stop()
+    assert {r.status for r in Run.objects.filter(pk__in=[first.pk, second.pk])} == {Run.DONE}
+
+
+def test_one_process_of_a_site_runs_the_beat_and_another_takes_over(
+    site: None, settings: Any
+) -> None:
+    schedule = {"requeue-pending-runs": settings.CELERY_BEAT_SCHEDULE["requeue-pending-runs"]}
+    holder = beat.EmbeddedBeat(schedule, tick=0.05)
+    holder.start()
+    wait_for(lambda: holder.holding is not None)
+    other = beat.EmbeddedBeat(schedule, tick=0.05)  # another server process of the site
+    other.start()
+    try:
+        run = stuck_run(settings)
+        time.sleep(0.5)
+        assert Run.objects.get(pk=run.pk).status == Run.PENDING  # not due again for 60 s
+        assert other.holding is None
+        holder.stop()  # the holder's process ends: its lock goes with it
+        wait_for(lambda: other.holding is not None)
+        wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.DONE)  # its start-up sweep
+    finally:
+        other.stop()
+        if holder.is_alive():
+            holder.stop()
+
+
+def test_long_entries_wait_one_period_and_a_failing_entry_does_not_stop_the_others(
+    site: None, settings: Any, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    from deviations.core.worker import app, load_tasks
+
+    load_tasks()
+    ran: list[str] = []
+    monkeypatch.setattr(app.tasks["deviations.send_alert_digests"], "run",
+                        lambda *a: ran.append("digest"))
+
+    def broken(*args: Any) -> None:
+        ran.append("detect")
+        raise RuntimeError("broken detector")
+
+    monkeypatch.setattr(app.tasks["deviations.detect_stale_probes"], "run", broken)
+    run = stuck_run(settings)
+    thread = beat.EmbeddedBeat(settings.CELERY_BEAT_SCHEDULE, tick=0.05)
+    thread.start()
+    try:
+        wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.DONE)
+        wait_for(lambda: "detect" in ran)
+        time.sleep(0.3)  # the other start-up entries run meanwhile
+    finally:
+        thread.stop()
+    assert "detect" in ran  # at start-up, and its error logged
+    assert "digest" not in ran  # daily: one day after start, not at every restart
+    assert "broken detector" in caplog.text
+
+
+def test_start_needs_the_embedded_default(settings: Any) -> None:
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    assert beat.start() is None
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.DEVIATIONS_EMBEDDED_BEAT = False
+    assert beat.start() is None
