@@ -403,10 +403,14 @@ ho = \hat\sigma_b^2 / (\hat\sigma_b^2 + \hat\sigma_w^2)` the
     values = np.where(x > 0, x, np.nan)
     ranks = _midranks(values.reshape(F, W * m)).reshape(F, W, m)
     n_j = np.sum(~np.isnan(ranks), axis=2).astype(np.float64)
+    # Mid-ranks are half-integers: their sums and sums of squares are exact, so the
+    # within-release sums of squares do not depend on how the runs are padded (an
+    # incremental analysis pads them otherwise than a full one).
+    total = np.nansum(ranks, axis=2)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean_j = np.nansum(ranks, axis=2) / n_j
-        within = np.nansum((ranks - mean_j[:, :, None]) ** 2, axis=(1, 2)) / np.sum(
-            np.maximum(n_j - 1, 0), axis=1)
+        mean_j = total / n_j
+        ss_j = np.where(n_j > 0, np.nansum(ranks * ranks, axis=2) - total * total / n_j, 0.0)
+        within = np.sum(ss_j, axis=1) / np.sum(np.maximum(n_j - 1, 0), axis=1)
         d2 = np.diff(mean_j, axis=1) ** 2  # NaN where a release has no run
         n_bar = np.nansum(n_j, axis=1) / np.sum(n_j > 0, axis=1)
         have = np.sum(np.isfinite(d2), axis=1) >= 2
