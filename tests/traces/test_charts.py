@@ -125,6 +125,14 @@ def test_matrix_traces_symbols_and_counts(small: dict[str, Any]) -> None:
 
 def test_matrix_hover_customdata(small: dict[str, Any]) -> None:
     fig = charts.deviation_matrix(**small)
+    # The p-value and the runs compared, when the rule gives them (the shift rule).
+    with_p = charts.deviation_matrix(
+        **small, p_value=np.full((3, 3), 2.5e-4), n_before=np.full((3, 3), 12),
+        n_after=np.full((3, 3), 25))
+    got = dict(zip(charts.MATRIX_CUSTOMDATA, trace(with_p, "regression")["customdata"][0],
+                   strict=True))
+    assert got["p_value"] == 2.5e-4
+    assert got["runs"] == "12 runs before, 25 after"
     reg = trace(fig, "regression")
     cd = dict(zip(charts.MATRIX_CUSTOMDATA, reg["customdata"][0], strict=True))
     # Paint 56.0.2909.0 -> 56.0.2910.0: 250 µs ± 4% then 500 µs ± 4%, shown in ms.
@@ -133,11 +141,12 @@ def test_matrix_hover_customdata(small: dict[str, Any]) -> None:
         "estimate_a": 0.25, "lo_a": 0.24, "hi_a": 0.26,
         "estimate_b": 0.5, "lo_b": 0.48, "hi_b": 0.52,
         "diff": 0.25, "diff_lo": 0.24, "diff_hi": 0.26, "gap": 0.22, "relative": 1.0,
+        "p_value": None, "runs": "",
         "note": " · starts a digression (comes back later)",
     }  # fmt: skip
     assert reg["customdata"][1][-1] == ""
     for i, column in enumerate(charts.MATRIX_CUSTOMDATA):
-        assert f"customdata[{i}]" in reg["hovertemplate"] or column in ("url", "note")
+        assert f"customdata[{i}]" in reg["hovertemplate"] or column in ("url", "gap", "note")
     assert "customdata[13]" in reg["hovertemplate"]
     assert "(%{customdata[12]:+.1%})" in reg["hovertemplate"]  # the effect size in %
     assert reg["hovertemplate"].endswith("<extra></extra>")
@@ -145,7 +154,7 @@ def test_matrix_hover_customdata(small: dict[str, Any]) -> None:
     assert "%{y}" in reg["hovertemplate"]
     assert "%{x}" in reg["hovertemplate"]
     square = trace(fig, "non-significant overlap")
-    assert len(square["customdata"][0]) == 13
+    assert len(square["customdata"][0]) == len(charts.MATRIX_CUSTOMDATA) - 1  # no note
     assert square["marker"]["size"] == 4
     assert square["marker"]["color"] == "#D0D0D0"
 

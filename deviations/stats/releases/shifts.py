@@ -15,21 +15,30 @@ Within the window (:func:`shift_verdicts`):
    empirical-distribution segmentation of :func:`.segmentation.optimal_segments` (Zou et
    al. 2014; Haynes, Fearnhead & Eckley 2017), which places each change of level on the
    boundary that explains the runs best: one step gives one change point, a 2-release
-   digression two.
+   digression two. The penalty is multiplied by the window's design effect
+   (:func:`_design_effect`: runs of one release share its build and machine, so they
+   are fewer independent observations than runs), and each change point may then move
+   by one release to where the L1 cost of the two levels is least (:func:`_refine`).
 2. **One comparison.** The runs of the level before the boundary (from the window's
    previous change point, or its start) are compared with the runs of the level after it
-   (to the next change point, or the window's end): Mann–Whitney's test (exact where
-   :mod:`..ranks` says so), the Hodges–Lehmann shift ``diff`` (the median of the pairwise
-   differences later − earlier, µs) and its distribution-free confidence interval
-   (Moses 1965; Hollander & Wolfe 1999 §4.3), which is the inversion of the same test.
-   ``relative`` is ``diff`` over the median of the runs before.
-3. **Verdict.** A change point whose test has ``p <= alpha`` and whose interval excludes
-   0 is a deviation: a regression or an improvement by the sign of ``diff`` and the
-   metric's direction (so a regression always has ``diff > 0`` for lower-is-better
-   metrics, and its interval excludes 0). Significant but not a change point (or an
-   interval touching 0): ``significant_overlap``; otherwise ``nonsignificant_overlap``.
-   The minimum practical change is applied by readers with
-   :func:`.codes.practical_verdicts` on the same ``diff`` and ``before``.
+   (to the next change point, or the window's end), by three tests that must all reject:
+   Mann–Whitney's (exact where :mod:`..ranks` says so) and Brunner–Munzel's on the runs,
+   their variance scaled by the design effect (:func:`_deflated`), and Student's t on
+   the releases' mean ranks, each release one observation, with the releases' spread
+   about the window's levels as its variance (:func:`_release_t`). ``p_value`` is the
+   largest of the three.
+3. **The shift.** ``diff`` is the Hodges–Lehmann shift between the *releases' medians*
+   of the two levels (the median of the pairwise differences later − earlier, µs), with
+   its distribution-free confidence interval (Moses 1965; Hollander & Wolfe 1999 §4.3),
+   the inversion of the rank test of the same medians. ``before`` is the median of the
+   releases' medians before; ``relative`` is ``diff / |before|``.
+4. **Verdict.** A change point whose ``p <= alpha`` and whose interval excludes 0 is a
+   deviation: a regression or an improvement by the sign of ``diff`` and the metric's
+   direction (so a regression always has ``diff > 0`` for lower-is-better metrics, and
+   its interval excludes 0). Significant but not a change point (or an interval
+   touching 0): ``significant_overlap``; otherwise ``nonsignificant_overlap``. The
+   minimum practical change is applied by readers with :func:`.codes.practical_verdicts`
+   on the same ``diff`` and ``before``.
 
 Every number shown beside a verdict comes from that one comparison. Runs of 0 µs (the
 function was not called in that run) are left out; a function with no run above 0 in the
@@ -72,7 +81,7 @@ from .codes import (
     _check_direction,
     _deviation_codes,
 )
-from .rules import (
+from .defaults import (
     ALPHA,
     EARLY_ALPHA,
     MAX_AFTER,
@@ -182,12 +191,14 @@ class Shifts:
     change : ndarray of bool
         The window's segmentation puts a change of level at the boundary.
     p_value : ndarray of float64
-        Two-sided Mann–Whitney p-value of the runs after against the runs before.
+        Two-sided p-value of the level after against the level before: the largest of
+        Mann–Whitney's and Brunner–Munzel's on the runs (variance scaled by the design
+        effect) and Student's t on the releases' mean ranks.
     diff, diff_lo, diff_hi : ndarray of float64
-        Hodges–Lehmann shift (later − earlier) and its confidence interval, in the
-        samples' unit.
+        Hodges–Lehmann shift (later − earlier) between the releases' medians of the two
+        levels and its Moses confidence interval, in the samples' unit.
     before : ndarray of float64
-        Median of the runs before (``relative = diff / |before|``).
+        Median of the releases' medians before (``relative = diff / |before|``).
     first, last : ndarray of int64
         First release of the runs before and last release of the runs after.
     n_before, n_after : ndarray of int64
@@ -382,14 +393,12 @@ def _design_effect(x: FloatArray) -> FloatArray:
     jitter as a change. On the mid-ranks of the window's runs (scale-free, robust to
     heavy tails): the within-release variance :math:`\hat\sigma_w^2` (pooled), and the
     between-release variance from the successive differences of the releases' mean ranks,
-    :math:`\hat\sigma_b^2 = \maxig(0, \operatorname{med}_j d_j^2 / (2 \cdot 0.455) -
-    \hat\sigma_w^2 / ar nig)` (the median of :math:`\chi^2_1` is 0.455: a step or a
+    :math:`\hat\sigma_b^2 = \max\big(0, \operatorname{med}_j d_j^2 / (2 \cdot 0.455) -
+    \hat\sigma_w^2 / \bar n\big)` (the median of :math:`\chi^2_1` is 0.455: a step or a
     digression moves one or two differences, not their median; von Neumann's mean square
-    successive difference, made robust). The design effect is :math:`1 + (ar n - 1)
-    \hat
-ho`, :math:`\hat
-ho = \hat\sigma_b^2 / (\hat\sigma_b^2 + \hat\sigma_w^2)` the
-    intraclass correlation, :math:`ar n` the runs a release (Kish 1965; Rosner & Grove
+    successive difference, made robust). The design effect is :math:`1 + (\bar n - 1)
+    \hat\rho`, :math:`\hat\rho = \hat\sigma_b^2 / (\hat\sigma_b^2 + \hat\sigma_w^2)` the
+    intraclass correlation, :math:`\bar n` the runs a release (Kish 1965; Rosner & Grove
     1999 for the rank sum of clustered data); 1 with one run a release.
 
     References
