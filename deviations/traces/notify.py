@@ -19,6 +19,7 @@ owners, when confirmed).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,9 +81,14 @@ def _sentence(function: str, c: _Change) -> str:
     level = int(round(CONFIDENCE * 100))
     p = f", p = {c.p_value:.2g}" if c.p_value is not None else ""
     return (f"{function}: {c.metric} time {moved}{size} ({quantity(c.diff, 'µs')}, "
-            f"{level}% interval {_interval(c.lo, c.hi)}; runs of {c.compared_from}"
-            f"{'' if c.compared_from == c.compared_to else ''} compared: {c.n_before} before, "
-            f"{c.n_after} after{p})")
+            f"{level}% interval {_interval(c.lo, c.hi)}; runs of {c.compared_from} to "
+            f"{c.compared_to} compared: {c.n_before} before, {c.n_after} after{p})")
+
+
+def _same_numbers(a: _Change, b: _Change) -> bool:
+    fields = ("diff", "lo", "hi", "p_value", "n_before", "n_after", "compared_from",
+              "compared_to")
+    return all(getattr(a, f) == getattr(b, f) for f in fields)
 
 
 def explain(function: str, rule: str, changes: list[_Change], from_label: str,
@@ -91,6 +97,9 @@ def explain(function: str, rule: str, changes: list[_Change], from_label: str,
     +3.08 ms; …); total time rose 25% (…) between 56.0.2905.0 and 56.0.2906.0.
     level-shift rule: …. Final.\""""
     the_rule = get_rule(rule)
+    if len(changes) == 2 and _same_numbers(*changes):
+        # A function that calls nothing measured: its self and total time are one change.
+        changes = [dataclasses.replace(changes[0], metric="self and total")]
     parts = [_sentence(function, changes[0])]
     parts += [_sentence(function, c).split(": ", 1)[1] for c in changes[1:]]
     text = "; ".join(parts) + f" between {from_label} and {to_label}. {the_rule.method}."

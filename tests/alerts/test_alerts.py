@@ -223,16 +223,18 @@ def test_series_regression_from_a_real_analysis(tmp_path) -> None:
     assert mail.outbox == []
     ingest("1.3", [900, 910, 895, 905, 902])  # a regression after it: emailed by the CLI
     (message,) = mail.outbox  # one email for the group (self and total)
-    assert message.subject.startswith("[deviations] s: 2 regressions between 1.2 and 1.3")
-    assert "Paint: median self time rose 200% (+601 µs, 95% interval +580 to +622 µs)" \
-        in message.body
-    assert "between 1.2 and 1.3, 5 runs each; seed 003 rule: the intervals do not overlap." \
-        in message.body
+    # One alert for the change, naming both metrics (a leaf function: one sentence).
+    assert message.subject == ("[deviations] s: Paint (self and total time, paper rule): "
+                               "regression +200% (+601 µs) from 1.2 to 1.3")
+    assert ("Paint: self and total time rose 200% (+601 µs, 95% interval +580 µs to +622 µs; "
+            "runs of 1.2 to 1.3 compared: 5 before, 5 after, p = 1.3e-10) between 1.2 and "
+            "1.3. seed 003 rule: the median intervals of the two releases do not overlap"
+            ) in message.body
     assert "/series/s/compare/?base=1.2&new=1.3" in message.body
-    group = Alert.objects.get(subject="Paint", metric="self", rule="paper",
+    group = Alert.objects.get(subject="Paint", metric="self and total", rule="paper",
                               to_label="1.3").group
     assert f"/alerts/groups/{group.pk}/" in message.body
-    assert not group.alerts.filter(rule="recommended").exists()  # the series' rule only
+    assert not group.alerts.exclude(rule="paper").exists()  # the series' rule only
     assert trace_notify.after_analysis(Series.objects.get().pk) == 0
     assert send_alert_digests.delay().get() == 0
 

@@ -100,20 +100,42 @@ def test_a_verdict_that_disappears_withdraws_its_untriaged_alert(series) -> None
 
 
 
+def _change(metric: str, diff: float, lo: float, hi: float, before: float, **kw: Any) -> Any:
+    pct = 100 * diff / before
+    return trace_notify._Change(
+        metric=metric, code=2 if diff > 0 else 3, diff=diff, lo=lo, hi=hi, before=before,
+        pct=pct, pct_lo=100 * lo / before, pct_hi=100 * hi / before,
+        p_value=kw.get("p", 2.5e-5), n_before=kw.get("n_before", 25),
+        n_after=kw.get("n_after", 25), compared_from=kw.get("first", "56.0.2900.0"),
+        compared_to=kw.get("last", "56.0.2910.0"), early=kw.get("early", False))
+
+
 def test_explanation_in_words() -> None:
-    text = trace_notify.explain("Paint", "self", "paper", 3244.0, 2660.0, 2240.0, 3080.0,
-                                82.0, "56.0.2905.0", "56.0.2906.0", 5, 5, None, False)
-    assert text == (
-        "Paint: median self time rose 82% (+2.66 ms, 95% interval +2.24 to +3.08 ms) between "
-        "56.0.2905.0 and 56.0.2906.0, 5 runs each; seed 003 rule: the intervals do not "
-        "overlap."
-    )
-    text = trace_notify.explain("Layout", "total", "recommended", 520.0, -214.0, -250.0,
-                                -180.0, -41.2, "1", "2", 5, 6, 0.0012, True)
-    assert text.startswith("Layout: median total time fell 41% (-214 µs, 95% interval -250 "
-                           "to -180 µs) between 1 and 2, 5 and 6 runs; recommended rule: "
-                           "Mann–Whitney test of the 3 releases on each side (p = 0.0012, ")
-    assert text.endswith("(provisional: the next releases can still change it).")
+    """Every number of the sentence is the comparison's that made the verdict: the shift,
+    its interval, the runs of the releases compared on each side, the p-value."""
+    moved = [_change("self", 2660.0, 2240.0, 3080.0, 3244.0),
+             _change("total", 2700.0, 2250.0, 3100.0, 10800.0)]
+    text = trace_notify.explain("Paint", "shifts", moved, "56.0.2905.0", "56.0.2906.0",
+                                False, False, 0)
+    assert text.startswith(
+        "Paint: self time rose 82% (+2.66 ms, 95% interval +2.24 ms to +3.08 ms; runs of "
+        "56.0.2900.0 to 56.0.2910.0 compared: 25 before, 25 after, p = 2.5e-05); total time "
+        "rose 25% (+2.70 ms, 95% interval +2.25 ms to +3.10 ms; runs of 56.0.2900.0 to "
+        "56.0.2910.0 compared: 25 before, 25 after, p = 2.5e-05) between 56.0.2905.0 and "
+        "56.0.2906.0. ")
+    assert "Provisional" not in text and "early" not in text
+    # A leaf function: self and total time are one change, said once.
+    same = [_change("self", -214.0, -250.0, -180.0, 520.0, n_before=12, n_after=5),
+            _change("total", -214.0, -250.0, -180.0, 520.0, n_before=12, n_after=5)]
+    text = trace_notify.explain("Layout", "shifts", same, "1", "2", True, False, 3)
+    assert text.startswith("Layout: self and total time fell 41% (-214 µs, 95% interval "
+                           "-250 µs to -180 µs; runs of 56.0.2900.0 to 56.0.2910.0 compared: "
+                           "12 before, 5 after, p = 2.5e-05) between 1 and 2. ")
+    assert text.endswith("Provisional: final within 3 more releases at most; not emailed "
+                         "until then.")
+    text = trace_notify.explain("Layout", "shifts", same[:1], "1", "2", True, True, 1)
+    assert text.endswith("Sent early, before the verdict is final (overwhelming evidence); "
+                         "final within 1 more release at most.")
 
 
 # --- Confirmation before telling anyone ------------------------------------------------------
@@ -135,15 +157,32 @@ def test_one_email_per_group_with_its_top_alerts(series) -> None:
     assert notify.notify_due_groups() == 0  # once
 
 
-def test_a_provisional_flag_is_emailed_only_after_the_delay(series, settings) -> None:
+def test_a_provisional_trace_flag_is_emailed_when_final_or_early(series, settings) -> None:
+    """A trace verdict says when it is final: no delay makes a provisional one due; it is
+    emailed once final, or at once when sent early."""
     settings.DEVIATIONS_ALERT_CONFIRM_SECONDS = 3600
     subscribe()
     record([trace(series, "Paint", "5", "6", provisional=True)])
     assert notify.notify_due_groups() == 0
+    assert notify.notify_due_groups(now=timezone.now() + timedelta(days=3)) == 0
     assert mail.outbox == []
-    later = timezone.now() + timedelta(hours=2)
-    assert notify.notify_due_groups(now=later) == 1
+    record([trace(series, "Paint", "5", "6")])  # the next releases made it final
+    assert notify.notify_due_groups() == 1
     assert "Paint" in mail.outbox[0].subject
+    early = trace(series, "Layout", "2", "3")
+    record([AlertData(**{**early.__dict__, "early": True})])
+    assert notify.notify_due_groups() == 1
+    assert "Layout" in mail.outbox[1].subject
+
+
+def test_a_provisional_alert_of_another_detector_waits_for_the_delay(series, settings) -> None:
+    settings.DEVIATIONS_ALERT_CONFIRM_SECONDS = 3600
+    subscribe()
+    record([trace(series, "Paint", "5", "6", provisional=True)])
+    Alert.objects.update(detector=Alert.CANARY)  # a detector whose verdicts do not say
+    assert notify.due(list(Alert.objects.all()), timezone.now()) == []
+    later = timezone.now() + timedelta(hours=2)
+    assert [a.subject for a in notify.due(list(Alert.objects.all()), later)] == ["Paint"]
 
 
 def test_a_provisional_flag_that_flips_back_never_reaches_an_inbox(series) -> None:
@@ -243,31 +282,39 @@ def test_ignoring_a_function_mutes_it_and_undo_restores(series) -> None:
 
 
 def test_series_alerts_from_a_stored_analysis(monkeypatch, series) -> None:
-    """The stored matrices' regressions and improvements become alerts; other verdicts
-    do not."""
+    """The stored matrices' regressions and improvements become alerts, one per (function,
+    boundary) whatever the metrics that moved; other verdicts do not."""
     fn = Function.objects.create(series=series, name="Paint", name_sha1="p")
     releases = list(series.releases.order_by("sort_key"))[:3]
-    verdict = np.array([[2, 0]], dtype=np.int8)  # a regression, then an overlap
 
     def stored(s: Any, metric: str, estimator: str, rule: str, keys: Any) -> dict[str, Any]:
+        total = metric == "total"
         return {
             "release_ids": np.array([r.pk for r in releases]),
-            "function_ids": np.array([fn.pk]), "verdict": verdict,
+            "function_ids": np.array([fn.pk]),
+            "verdict": np.array([[2, 0]], dtype=np.int8),  # a regression, then an overlap
             "estimate": np.array([[100.0, 200.0, 210.0]]), "n": np.array([[5, 5, 6]]),
-            "diff": np.array([[100.0, 10.0]]), "diff_lo": np.array([[80.0, -5.0]]),
-            "diff_hi": np.array([[120.0, 25.0]]), "p_value": np.array([[0.001, 0.3]]),
-            "provisional": np.array([[rule == "recommended", True]]),
+            "diff": np.array([[100.0 + 20 * total, 10.0]]),
+            "diff_lo": np.array([[80.0, -5.0]]), "diff_hi": np.array([[120.0, 25.0]]),
+            "p_value": np.array([[0.001, 0.3]]), "before": np.array([[100.0, 200.0]]),
+            "relative": np.array([[1.0 + 0.2 * total, 0.05]]),
+            "n_before": np.array([[5, 5]]), "n_after": np.array([[5, 6]]),
+            "first": np.array([[0, 1]]), "last": np.array([[1, 2]]),
+            "early": np.array([[False, False]]),
+            "provisional": np.array([[rule == "shifts", True]]),
+            "final_within": np.array([[2, 3]]),
+            "run_counts": np.array([5, 5, 6]),
         }
 
     monkeypatch.setattr(trace_notify.selectors, "stored_analysis", stored)
     series.default_rule = "paper"
-    items = trace_notify.series_alerts(series)
-    assert len(items) == 2  # 2 metrics, the series' rule
-    paper = next(d for d in items if d.metric == "self")
-    assert (paper.rule, paper.from_label, paper.to_label, paper.effect, paper.effect_pct,
-            paper.effect_pct_lo, paper.n_before, paper.provisional) == (
-        "paper", "1", "2", 100.0, 100.0, 80.0, 5, False)
-    series.default_rule = "recommended"
-    recommended = next(d for d in trace_notify.series_alerts(series) if d.metric == "self")
-    assert recommended.provisional  # the stored view's mark
-    assert "p = 0.001" in recommended.explanation
+    (item,) = trace_notify.series_alerts(series)  # self and total: one change
+    assert (item.rule, item.metric, item.from_label, item.to_label, item.effect,
+            item.effect_pct, item.effect_pct_lo, item.n_before, item.provisional) == (
+        "paper", "self and total", "1", "2", 100.0, 100.0, 80.0, 5, False)
+    assert "total time rose 120%" in item.explanation
+    series.default_rule = "shifts"
+    (shifted,) = trace_notify.series_alerts(series)
+    assert "p = 0.001" in shifted.explanation
+    assert shifted.provisional  # 5 releases after it are needed; the series has 1
+    assert "Provisional: final within" in shifted.explanation

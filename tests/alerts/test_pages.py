@@ -47,8 +47,7 @@ def paint_group() -> AlertGroup:
 def test_home_page_shows_the_planted_changes_as_groups_first(client, demo_alerts) -> None:
     page = client.get("/").content.decode()
     assert page.index("Untriaged alerts") < page.index("Release series")
-    paint, layout = paint_group(), Alert.objects.get(
-        subject="Layout", metric="self", rule="segments").group
+    paint, layout = paint_group(), Alert.objects.get(subject="Layout", rule="shifts").group
     assert (paint.from_label, paint.to_label) == (demo.RELEASES[7], demo.RELEASES[8])
     assert (layout.from_label, layout.to_label) == (demo.RELEASES[11], demo.RELEASES[12])
     assert f'data-group="{paint.pk}"' in page
@@ -57,8 +56,12 @@ def test_home_page_shows_the_planted_changes_as_groups_first(client, demo_alerts
     # Paint's group: Paint's regression, and V8.ScriptCompiler's return from its digression.
     subjects = set(paint.alerts.values_list("subject", flat=True))
     assert subjects == {"Paint", "V8.ScriptCompiler"}
+    # Layout's group: Layout, and the task that runs it (its total time, 7% faster).
+    assert set(layout.alerts.values_list("subject", flat=True)) == {
+        "Layout", "ThreadControllerImpl::RunTask"}
     assert set(Alert.objects.values_list("subject", flat=True)) == {
-        "Paint", "Layout", "V8.ScriptCompiler", "GC_MS", "TAB_SWITCH_MS"}
+        "Paint", "Layout", "V8.ScriptCompiler", "ThreadControllerImpl::RunTask", "GC_MS",
+        "TAB_SWITCH_MS"}
     assert not Alert.objects.filter(subject="GetRenderStyleForStrike").exists()
     # Triaged groups leave the home page.
     paint.alerts.update(status=Alert.ACKNOWLEDGED)
@@ -75,11 +78,11 @@ def test_alerts_page_filters_and_exports(client, demo_alerts) -> None:
     assert improvements.decode().count("data-group=") == 2  # Layout; V8's return
     rows = client.get("/alerts/?format=json&direction=regression&family=" + SERIES).json()
     assert {r["subject"] for r in rows} == {"Paint", "V8.ScriptCompiler"}
-    paint = next(r for r in rows if r["subject"] == "Paint" and r["metric"] == "self"
-                 and r["rule"] == "segments")
+    paint = next(r for r in rows if r["subject"] == "Paint")
+    assert (paint["metric"], paint["rule"]) == ("self and total", "shifts")
     assert paint["explanation"].startswith(
-        f"Paint: median self time rose {paint['effect_pct']:.0f}% (+")
-    assert f"between {demo.RELEASES[7]} and {demo.RELEASES[8]}, 5 runs each; segmentation rule: " \
+        f"Paint: self and total time rose {paint['effect_pct']:.0f}% (+")
+    assert f"between {demo.RELEASES[7]} and {demo.RELEASES[8]}. level-shift rule: " \
         in paint["explanation"]
     assert paint["effect_lo"] < paint["effect"] < paint["effect_hi"]
     text = client.get("/alerts/?format=csv&status=untriaged").content.decode()
@@ -129,8 +132,8 @@ def test_function_page_explains_and_ignores(client, demo_alerts, alice) -> None:
     url = f"/series/{SERIES}/functions/{paint.pk}/"
     page = client.get(url).content.decode()
     assert "Verdicts explained" in page
-    assert "Paint: median self time rose" in page
-    assert "segmentation rule: the level changes here" in page  # the demo series' rule
+    assert "Paint: self and total time rose" in page
+    assert "level-shift rule: the level changes at this release" in page  # the series' rule
     assert 'id="ignore"' not in page  # logged out
     client.force_login(alice)
     assert 'id="ignore"' in client.get(url).content.decode()

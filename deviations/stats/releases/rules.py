@@ -128,14 +128,17 @@ RULES: Final[dict[str, ReleaseRule]] = {
         label="level shifts",
         legend=(
             "level shifts: the level of the runs changes at this release (segmentation of "
-            f"a window of releases around it) and a Mann–Whitney test of the runs of the "
-            f"level after against the level before has p ≤ {ALPHA:g}, with the interval of "
-            "the shift (Hodges–Lehmann) excluding 0; one-run releases are judged too"
+            "a window of releases around it); the runs of the level after against the "
+            "level before (Mann–Whitney and Brunner–Munzel, corrected for runs of one "
+            "release moving together) and the releases against each other (Student's t) "
+            f"all have p ≤ {ALPHA:g}, and the interval of the shift between the releases' "
+            "medians (Hodges–Lehmann) excludes 0; one-run releases are judged too"
         ),
         method=(
             "level-shift rule: the level changes at this release (segmentation of a window "
-            f"of releases), Mann–Whitney test of the runs after against before at p ≤ "
-            f"{ALPHA:g}, Hodges–Lehmann shift"
+            "of releases); runs after against before (Mann–Whitney, Brunner–Munzel) and "
+            f"releases after against before (Student's t), each at p ≤ {ALPHA:g}; "
+            "Hodges–Lehmann shift between the releases' medians"
         ),
         interval="order",
         min_runs=1,
