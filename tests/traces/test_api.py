@@ -105,8 +105,8 @@ def test_reads_are_open(post: Any, client: Client, token: str, simple_events) ->
     post(token, trace_bytes(simple_events))
     assert client.get("/api/series").json() == [
         {"name": "chromium-linux", "description": "", "releases": 1,
-         "default_rule": "segments", "min_relative_change": 0.1,
-         "min_absolute_change_us": 20.0}
+         "default_rule": "shifts", "min_relative_change": 0.02,
+         "min_absolute_change_us": 2.0}
     ]
     releases = client.get("/api/series/chromium-linux/releases").json()
     assert releases == [
@@ -224,11 +224,12 @@ def test_owners_set_the_default_rule_and_the_minimum_change(
     assert got.status_code == 200
     assert got.json()["default_rule"] == "paper"
     assert got.json()["min_absolute_change_us"] == 5.0
-    assert got.json()["min_relative_change"] == 0.1  # left out: kept
-    for rule in ("recommended", "segments"):
+    assert got.json()["min_relative_change"] == 0.02  # left out: kept
+    for rule in ("shifts", "paper"):
         back = client.patch(url, {"default_rule": rule}, content_type="application/json",
                             headers={"Authorization": f"Bearer {token}"})
         assert back.json()["default_rule"] == rule
-    bad = client.patch(url, {"default_rule": "mine"}, content_type="application/json",
-                       headers={"Authorization": f"Bearer {token}"})
-    assert bad.status_code == 422
+    for retired in ("mine", "segments", "recommended"):  # retired by issue 19
+        bad = client.patch(url, {"default_rule": retired}, content_type="application/json",
+                           headers={"Authorization": f"Bearer {token}"})
+        assert bad.status_code == 422, retired

@@ -18,7 +18,7 @@ class Command(base.Command):
         "95%% intervals, diff = new - base with its interval, change_pct, the test's p-value "
         "and its Benjamini-Hochberg q-value over all the functions. A regression or "
         "improvement is significant at a false-discovery rate of 5%% and changes by at least "
-        "--min-change and --min-change-us. Exits non-zero when a release is unknown, the same "
+        "--min-change and --min-change-us (default: the series' minimum practical change). Exits non-zero when a release is unknown, the same "
         "twice, or has fewer than two done runs."
     )
 
@@ -50,7 +50,7 @@ class Command(base.Command):
             series = Series.objects.get(name=opts["series"])
         except Series.DoesNotExist as exc:
             raise CommandError(f"no series named {opts['series']!r}") from exc
-        if opts["min_change"] < 0 or opts["min_change_us"] < 0:
+        if any(opts[k] is not None and opts[k] < 0 for k in ("min_change", "min_change_us")):
             raise CommandError("--min-change and --min-change-us must be >= 0")
         try:
             result = compare.compare_releases(
