@@ -105,10 +105,12 @@ def explain(function: str, rule: str, changes: list[_Change], from_label: str,
     text = "; ".join(parts) + f" between {from_label} and {to_label}. {the_rule.method}."
     if early:
         text += (" Sent early, before the verdict is final (overwhelming evidence); final "
-                 f"within {final_within} more release{'s' * (final_within != 1)} at most.")
+                 f"after {final_within} more release{'s' * (final_within != 1)} like the "
+                 "newest.")
     elif provisional:
-        text += (f" Provisional: final within {final_within} more "
-                 f"release{'s' * (final_within != 1)} at most; not emailed until then.")
+        text += (f" Provisional: final after {final_within} more "
+                 f"release{'s' * (final_within != 1)} like the newest; not emailed until "
+                 "then.")
     return text
 
 

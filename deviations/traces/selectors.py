@@ -206,7 +206,7 @@ def stored_analysis(
 def final_since(series: Series, rule: str, run_counts: np.ndarray, versions: list[str]
                 ) -> tuple[list[str | None], list[int]]:
     """Per boundary: the release whose arrival made its verdict final (None while it is
-    provisional), and at most how many more releases it waits for (0 when final)."""
+    provisional), and how many more releases like the newest it waits for (0 when final)."""
     the_rule = get_rule(rule)
     final_at = the_rule.final_at(run_counts)
     return ([versions[int(c)] if c >= 0 else None for c in final_at],
@@ -304,7 +304,7 @@ class DeviationCell(msgspec.Struct):
 
     ``diff`` (later − earlier) with its interval, ``relative``, ``p_value`` and the runs of
     each side are the comparison behind the verdict; ``provisional``: later releases may
-    still change it, at most ``final_within`` more releases (0: final); ``early``: a
+    still change it, for ``final_within`` more releases like the newest (0: final); ``early``: a
     provisional deviation alerted before it is final."""
 
     function: str

@@ -131,11 +131,11 @@ def test_explanation_in_words() -> None:
     assert text.startswith("Layout: self and total time fell 41% (-214 µs, 95% interval "
                            "-250 µs to -180 µs; runs of 56.0.2900.0 to 56.0.2910.0 compared: "
                            "12 before, 5 after, p = 2.5e-05) between 1 and 2. ")
-    assert text.endswith("Provisional: final within 3 more releases at most; not emailed "
-                         "until then.")
+    assert text.endswith("Provisional: final after 3 more releases like the newest; not "
+                         "emailed until then.")
     text = trace_notify.explain("Layout", "shifts", same[:1], "1", "2", True, True, 1)
     assert text.endswith("Sent early, before the verdict is final (overwhelming evidence); "
-                         "final within 1 more release at most.")
+                         "final after 1 more release like the newest.")
 
 
 # --- Confirmation before telling anyone ------------------------------------------------------
@@ -317,4 +317,4 @@ def test_series_alerts_from_a_stored_analysis(monkeypatch, series) -> None:
     (shifted,) = trace_notify.series_alerts(series)
     assert "p = 0.001" in shifted.explanation
     assert shifted.provisional  # 5 releases after it are needed; the series has 1
-    assert "Provisional: final within" in shifted.explanation
+    assert "Provisional: final after" in shifted.explanation

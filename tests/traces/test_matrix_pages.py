@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.test import Client
 
 from deviations.core import memo
@@ -38,6 +39,10 @@ def series(tmp_path: Path) -> str:
             files.append(str(path))
         call_command("ingest_traces", "--series", "s", "--release", version, *files,
                      stdout=io.StringIO())
+    # Four releases of three runs: too short for the shift rule (a level needs several
+    # releases: test_the_shift_rule_is_the_default_and_the_legend_names_it), so these
+    # pages show seed 003's rule, which judges each pair alone.
+    Series.objects.filter(name="s").update(default_rule="paper")
     return "s"
 
 
@@ -79,7 +84,7 @@ def test_pages_load_the_plotly_bundle_their_traces_need(
 
 
 def test_controls_round_trip_and_exports(client: Client, series: str) -> None:
-    query = MatrixQuery(metric="total", rule="recommended", q="pai", only=True, sort="name",
+    query = MatrixQuery(metric="total", rule="paper", q="pai", only=True, sort="name",
                         first="1.1", per=5)
     assert MatrixQuery.from_params(dict(pair.split("=") for pair in query.params().split("&"))) \
         == query
@@ -136,8 +141,8 @@ def test_function_page_table_and_runs(client: Client, series: str) -> None:
 def test_release_page_lists_the_top_changes(client: Client, series: str) -> None:
     html = client.get("/series/s/releases/1.2/").content.decode()
     assert 'id="regressions"' in html
-    # Links keep the rule shown (the series' default here, segments).
-    assert "Against <a href=\"/series/s/releases/1.1/?rule=segments\">1.1</a>" in html
+    # Links keep the rule shown (the series' default here, paper).
+    assert "Against <a href=\"/series/s/releases/1.1/?rule=paper\">1.1</a>" in html
     rows = client.get("/series/s/releases/1.2/?format=json").json()
     assert [(r["function"], r["verdict"]) for r in rows] == [("Paint", "regression")]
 
@@ -152,50 +157,96 @@ def test_series_list_shows_the_latest_pair(client: Client, series: str) -> None:
     }]
 
 
-def test_releases_with_too_few_runs_are_named_not_dropped(
+def test_releases_with_one_run_or_none_are_named_not_dropped(
     client: Client, series: str, tmp_path: Path
 ) -> None:
-    """A release with one run is no column of the matrix, but every page says so: the
-    series list (the newest one is not silently skipped), the matrix page, the release."""
+    """A release with one run is a column: the shift rule judges it, and pages say the
+    paper rule cannot. A release with no done run is no column, and every page says so:
+    the series list (the newest one is not silently skipped), the matrix page, the
+    release."""
     path = tmp_path / "1.4-0.json"
     path.write_text(json.dumps(renderer_events([("Paint", 0, 300)])))
     call_command("ingest_traces", "--series", "s", "--release", "1.4", str(path),
                  stdout=io.StringIO())
     home = client.get("/").content.decode()
-    assert "1.2 → 1.3" in home
-    assert "newest release 1.4 has 1 done run: not compared yet" in home
-    assert "1 with fewer than 2 done runs, not compared: 1.4" in home
+    assert "1.3 → 1.4" in home
     row = client.get("/?format=json").json()[0]
-    assert row["newest_not_compared"] == "1.4"
-    assert row["releases_lacking_runs"] == "1.4"
+    assert (row["newest_not_compared"], row["releases_lacking_runs"]) == (None, "")
+    html = client.get("/series/s/").content.decode()  # the series' rule: paper
+    assert 'id="one-run"' in html
+    assert "1 release of this series has one run: the seed 003 paper rule needs 2" in html
+    paint = Function.objects.get(name="Paint", series__name="s")
+    rows = client.get(f"/series/s/functions/{paint.pk}/?format=json").json()
+    assert (rows[-1]["release"], rows[-1]["n"], rows[-1]["verdict"]) == ("1.4", 1, None)
+    rows = client.get(f"/series/s/functions/{paint.pk}/?format=json&rule=shifts").json()
+    assert rows[-1]["verdict"] in ("nonsignificant_overlap", "significant_overlap")
+    release = client.get("/series/s/releases/1.4/").content.decode()
+    assert "This release has 1 done run: the seed 003 paper rule needs 2" in release
+    # A release whose runs all failed: no column, named everywhere.
+    bad = tmp_path / "1.5-0.json"
+    bad.write_text("{not json")
+    with pytest.raises(CommandError):
+        call_command("ingest_traces", "--series", "s", "--release", "1.5", str(bad),
+                     stdout=io.StringIO())
+    home = client.get("/").content.decode()
+    assert "1.3 → 1.4" in home
+    assert "newest release 1.5 has 0 done runs: not compared yet (no done run)" in home
+    assert "1 with no done run yet, not compared: 1.5" in home
+    row = client.get("/?format=json").json()[0]
+    assert (row["newest_not_compared"], row["releases_lacking_runs"]) == ("1.5", "1.5")
     html = client.get("/series/s/").content.decode()
     assert 'id="lacking-runs"' in html
-    assert "(n = 1)" in html
-    release = client.get("/series/s/releases/1.4/").content.decode()
-    assert "This release has 1 done run: a comparison needs at least 2" in release
+    release = client.get("/series/s/releases/1.5/").content.decode()
+    assert "This release has no done run yet: it is not a column of the matrix" in release
 
 
-def test_provisional_verdicts_are_marked(client: Client, series: str) -> None:
-    """The recommended rule's last 2 w - 2 = 4 pairs may change: every row says so; the
-    paper rule's verdicts depend on their pair only."""
+@pytest.fixture
+def long_series(tmp_path: Path) -> str:
+    """Series "long": 12 releases of 5 runs (the shift rule's own default), Paint ×2 from
+    release 1.6 on, Layout steady."""
+    for r in range(12):
+        version = f"1.{r}"
+        files = []
+        for k in range(5):
+            path = tmp_path / f"long-{version}-{k}.json"
+            paint = (100 if r < 6 else 200) + 3 * ((k + r) % 5)
+            path.write_text(json.dumps(renderer_events([("Paint", 0, paint),  # unique files
+                                                        ("Layout", 10_000, 50 + k + 7 * r)])))
+            files.append(str(path))
+        call_command("ingest_traces", "--series", "long", "--release", version, *files,
+                     stdout=io.StringIO())
+    return "long"
+
+
+def test_provisional_verdicts_are_marked(client: Client, long_series: str) -> None:
+    """The shift rule's verdict at a boundary is final once 5 releases of 5 runs follow it:
+    the newest 4 pairs say how many releases they still wait for; the paper rule's verdicts
+    depend on their pair only."""
     out = io.StringIO()
-    call_command("export", "--series", "s", "--what", "deviations", "--rule", "recommended",
+    call_command("export", "--series", "long", "--what", "deviations", "--rule", "shifts",
                  stdout=out)
     rows = json.loads(out.getvalue())
-    assert rows
-    assert all(r["provisional"] is True for r in rows)  # 3 pairs: all within the last 4
+    by_pair = {(r["function"], r["to_release"]): r for r in rows}
+    for r in range(1, 12):
+        row = by_pair["Layout", f"1.{r}"]
+        assert row["provisional"] is (r >= 8), row
+        # Final once release r+4 exists: r - 7 more releases of 5 runs.
+        assert row["final_within"] == max(0, r - 7), row
+    paint = by_pair["Paint", "1.6"]
+    assert (paint["verdict"], paint["provisional"]) == ("regression", False)
+    assert paint["diff"] > 0 and paint["diff_lo"] > 0 and paint["p_value"] <= 1e-3
     out = io.StringIO()
-    call_command("export", "--series", "s", "--what", "deviations", "--rule", "paper",
+    call_command("export", "--series", "long", "--what", "deviations", "--rule", "paper",
                  stdout=out)
     assert not any(r["provisional"] for r in json.loads(out.getvalue()))
-    html = client.get("/series/s/?rule=recommended").content.decode()
+    html = client.get("/series/long/?rule=shifts").content.decode()
     assert 'id="provisional"' in html
-    assert 'id="provisional"' not in client.get("/series/s/?rule=paper").content.decode()
+    assert 'id="provisional"' not in client.get("/series/long/?rule=paper").content.decode()
 
 
 def test_function_page_with_the_mean_estimator(client: Client, series: str) -> None:
     paint = Function.objects.get(name="Paint")
-    rows = client.get(f"/series/s/functions/{paint.pk}/?estimator=mean&rule=recommended"
+    rows = client.get(f"/series/s/functions/{paint.pk}/?estimator=mean&rule=paper"
                       "&format=json").json()
     means = [sum(v) / len(v) for v in PAINT.values()]
     assert [r["mean"] for r in rows] == pytest.approx(means)
@@ -270,39 +321,42 @@ def export_rows(*rule: str) -> list[dict[str, Any]]:
     return sorted(json.loads(out.getvalue()), key=lambda r: (r["function"], r["to_release"]))
 
 
-def test_the_segments_rule_is_the_default_and_the_legend_names_it(
-    client: Client, series: str
+def test_the_shift_rule_is_the_default_and_the_legend_names_it(
+    client: Client, long_series: str
 ) -> None:
-    assert Series.objects.get(name="s").default_rule == "segments"
-    html = client.get("/series/s/").content.decode()
+    assert Series.objects.get(name="long").default_rule == "shifts"
+    html = client.get("/series/long/").content.decode()
     legend = re.search(r'<p class="muted" id="rule-legend">Rule: <b>([^<]*)</b>([^.]*)\.', html)
     assert legend is not None
-    assert legend.group(1).startswith("segmentation: ")
-    assert legend.group(2) == ", this series' default"
+    assert legend.group(1).startswith("level shifts: ")
+    assert legend.group(2) == (", this series' default; a verdict is final once the releases "
+                               "after it hold 25 runs (at least 5, at most 12 releases)")
     options = re.findall(r'<option value="(\w+)" (selected)?>([^<]*)</option>',
-                         html[html.index('name="rule"'):])[:3]
-    assert options == [("segments", "selected", "segmentation (default)"),
-                       ("recommended", "", "window rule"),
+                         html[html.index('name="rule"'):])[:2]
+    assert options == [("shifts", "selected", "level shifts (default)"),
                        ("paper", "", "seed 003 paper rule")]
-    assert 'id="provisional"' in html  # the segments rule's last pairs
-    # Exports: the default is the series' rule; --rule segments the same rows.
-    rows = export_rows()
-    assert rows == export_rows("--rule", "segments")
-    assert rows != export_rows("--rule", "paper")
+    assert 'id="provisional"' in html  # the newest pairs wait for releases
+    # Exports: the default is the series' rule; --rule shifts the same rows.
+    out = io.StringIO()
+    call_command("export", "--series", "long", "--what", "deviations", stdout=out)
+    rows = sorted(json.loads(out.getvalue()), key=lambda r: (r["function"], r["to_release"]))
+    out = io.StringIO()
+    call_command("export", "--series", "long", "--what", "deviations", "--rule", "shifts",
+                 stdout=out)
+    assert rows == sorted(json.loads(out.getvalue()),
+                          key=lambda r: (r["function"], r["to_release"]))
     assert [(r["function"], r["to_release"]) for r in rows
-            if r["verdict"] in ("regression", "improvement")] == [("Paint", "1.2")]
-    assert all(r["provisional"] for r in rows)  # 3 pairs, all provisional
-    shown = sorted(client.get("/series/s/matrix.json").json(),
+            if r["verdict"] in ("regression", "improvement")] == [("Paint", "1.6")]
+    shown = sorted(client.get("/series/long/matrix.json").json(),
                    key=lambda r: (r["function"], r["to_release"]))
     assert shown == rows
-    assert client.get("/series/s/?format=json&rule=segments").json() == \
-        client.get("/series/s/?format=json").json()
+    assert client.get("/series/long/?format=json&rule=shifts").json() == \
+        client.get("/series/long/?format=json").json()
     # Another default: the selector, the legend and the export follow it.
-    Series.objects.filter(name="s").update(default_rule="paper")
-    html = client.get("/series/s/").content.decode()
+    Series.objects.filter(name="long").update(default_rule="paper")
+    html = client.get("/series/long/").content.decode()
     assert '<option value="paper" selected>seed 003 paper rule (default)</option>' in html
     assert "Rule: <b>seed 003 paper rule: " in html
-    assert export_rows() == export_rows("--rule", "paper")
-    html = client.get("/series/s/?rule=segments").content.decode()
-    assert "Rule: <b>segmentation: " in html
+    html = client.get("/series/long/?rule=shifts").content.decode()
+    assert "Rule: <b>level shifts: " in html
     assert "this series' default" not in html

@@ -33,7 +33,7 @@ class Command(base.Command):
         "p_value, runs_before and runs_after compared; gap between the two releases' "
         "intervals; digression (true on the pair that starts a temporary deviation), early "
         "(alerted before it is final), provisional (later releases may still change it) "
-        "and final_within (at most how many more releases until it is final; 0 when "
+        "and final_within (how many more releases like the newest until it is final; 0 when "
         "final). stats and deviations read the stored analysis (see `analyse`)."
     )
 

@@ -106,19 +106,27 @@ class ReleaseRule:
         return out
 
     def releases_to_final(self, runs: npt.ArrayLike) -> IntArray:
-        """Per boundary: at most how many more releases until its verdict is final (0 when
-        final; fewer when the next releases bring enough runs)."""
+        """Per boundary: how many more releases until its verdict is final (0 when final),
+        if each brings as many runs as the newest release (fewer runs: more releases, at
+        most :data:`MAX_AFTER` after the boundary)."""
         import numpy as np
 
         from .shifts import shift_windows
 
         counts = np.asarray(runs, dtype=np.int64)
         B = max(len(counts) - 1, 0)
-        if self.name != "shifts":
-            return np.zeros(B, dtype=np.int64)
-        win = shift_windows(counts)
-        newest = len(counts) - 1
-        out: IntArray = np.where(win.final, 0, np.arange(B) + MAX_AFTER - newest)
+        out: IntArray = np.zeros(B, dtype=np.int64)
+        if self.name != "shifts" or not B:
+            return out
+        pending = ~shift_windows(counts).final
+        like = max(int(counts[-1]), 1)
+        for more in range(1, MAX_AFTER + 1):
+            if not pending.any():
+                break
+            grown = np.concatenate([counts, np.full(more, like, dtype=np.int64)])
+            done = shift_windows(grown).final[:B] & pending
+            out[done] = more
+            pending &= ~done
         return out
 
 
