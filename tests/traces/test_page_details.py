@@ -104,10 +104,10 @@ def figure(html: str, element: str) -> dict[str, Any]:
 
 def test_matrix_release_labels_link_to_release_pages(client: Client, tmp_path) -> None:
     two_releases(tmp_path)
-    html = client.get("/series/small/?rule=recommended").content.decode()
+    html = client.get("/series/small/?rule=shifts").content.decode()
     xaxis = figure(html, "matrix-figure")["layout"]["xaxis"]
     assert xaxis["ticktext"] == [
-        '<a href="/series/small/releases/1.1/?rule=recommended" target="_self">1.1</a>']
+        '<a href="/series/small/releases/1.1/?rule=shifts" target="_self">1.1</a>']  # kept
     assert xaxis["tickvals"] == ["1.1"]
 
 
@@ -116,9 +116,10 @@ def test_release_page_links_functions_and_the_previous_release(client: Client, t
     paint = Function.objects.get(name="Paint")
     layout = Function.objects.get(name="Layout")
     html = client.get("/series/small/releases/1.1/").content.decode()
-    assert f'href="/series/small/functions/{paint.pk}/?"' in html
-    assert f'href="/series/small/functions/{layout.pk}/?"' in html  # the functions table too
-    assert 'Against <a href="/series/small/releases/1.0/?">1.0</a>' in html
+    # Links keep the rule shown (the series' rule, paper, named: the site's default differs).
+    assert f'href="/series/small/functions/{paint.pk}/?rule=paper"' in html
+    assert f'href="/series/small/functions/{layout.pk}/?rule=paper"' in html  # the table too
+    assert 'Against <a href="/series/small/releases/1.0/?rule=paper">1.0</a>' in html
 
 
 @pytest.mark.parametrize(("paint_us", "unit"), [((100, 300), "µs"), ((4000, 9000), "ms")])
@@ -127,7 +128,7 @@ def test_function_page_uses_one_unit(client: Client, tmp_path, paint_us, unit) -
     paint = Function.objects.get(name="Paint")
     html = client.get(f"/series/small/functions/{paint.pk}/?runs=1&at=1.1").content.decode()
     assert f"Median ({unit}) [95% CI]" in html
-    assert f"Diff ({unit}) [95% CI]" in html
+    assert f"Change ({unit}) [95% CI]" in html
     other = "ms" if unit == "µs" else "µs"
     assert f"({other})" not in html
     fig = figure(html, "function-figure")
@@ -142,7 +143,7 @@ def test_function_page_uses_one_unit(client: Client, tmp_path, paint_us, unit) -
     # The release the matrix click came from is outlined, in the chart and the table.
     assert [s for s in fig["layout"]["shapes"] if s.get("name") == "highlight"][0]["x0"] == 0.5
     assert re.search(r'<tr class="verdict-\w+ highlight">\s*<td><a href="/series/small/'
-                     r'releases/1.1/\?">1.1</a>', html)
+                     r'releases/1.1/\?rule=paper">1.1</a>', html)
 
 
 def test_unit_for() -> None:
@@ -155,7 +156,7 @@ def test_unit_for() -> None:
 def test_release_page_uses_one_unit(client: Client, tmp_path) -> None:
     two_releases(tmp_path, (4000, 9000))
     html = client.get("/series/small/releases/1.1/").content.decode()
-    assert "Diff (ms) [95% CI]" in html
+    assert "Change (ms) [95% CI]" in html
     assert "Self (ms)" in html
     assert "µs" not in html
     assert '<td class="num">5.000 [' in html  # 9,001 - 4,001 µs
