@@ -638,27 +638,34 @@ def test_shift_rule_is_shift_verdicts_of_every_run() -> None:
     for number in range(14):
         data.add_runs(number, int(data.rng.integers(1, 6)))
     series = data.series
-    series.min_relative_change = 0.3  # some flags of the rule are below it
-    series.save()
     analysis.analyse_series(series.pk)
     samples = load_samples(series)
     runs = analysis.current_columns(series).run_counts
+    expected = {m: shift_verdicts(samples.metric(m), runs=runs) for m in analysis.METRICS}
+    # A minimum practical change above the rule's flags (a setting read with the stored
+    # verdicts: no new analysis).
+    flags = np.concatenate([np.abs(e.relative[(e.verdict == REGRESSION)
+                                              | (e.verdict == IMPROVEMENT)])
+                            for e in expected.values()])
+    assert len(flags)
+    series.min_relative_change = 1.5 * float(flags.max())
+    series.save()
     demoted = 0
     for metric in analysis.METRICS:
-        expected = shift_verdicts(samples.metric(metric), runs=runs)
+        want = expected[metric]
         for estimator in analysis.ESTIMATORS:
             stored = analysis.read_analysis(series, metric, estimator, "shifts")
             np.testing.assert_array_equal(stored["function_ids"], samples.function_ids)
-            np.testing.assert_array_equal(stored["verdict"], expected.verdict)
+            np.testing.assert_array_equal(stored["verdict"], want.verdict)
             for key in ("p_value", "diff", "diff_lo", "diff_hi", "before", "n_before",
                         "n_after", "first", "last", "early", "change"):
-                np.testing.assert_array_equal(stored[key], getattr(expected, key), key)
+                np.testing.assert_array_equal(stored[key], getattr(want, key), key)
             # What pages, exports and alerts read: the series' minimum practical change.
             shown = selectors.stored_analysis(series, metric, estimator, "shifts")
             practical = practical_verdicts(
-                expected.verdict, expected.diff, expected.before, min_relative=0.3,
+                want.verdict, want.diff, want.before, min_relative=series.min_relative_change,
                 min_absolute=series.min_absolute_change_us)
             np.testing.assert_array_equal(shown["verdict"], practical)
-            demoted += int(np.sum(practical != expected.verdict))
-        assert np.any((expected.verdict == REGRESSION) | (expected.verdict == IMPROVEMENT))
+            demoted += int(np.sum(practical != want.verdict))
+        assert np.any((want.verdict == REGRESSION) | (want.verdict == IMPROVEMENT))
     assert demoted > 0
