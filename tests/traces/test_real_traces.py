@@ -69,8 +69,10 @@ def test_fixtures_ingest_or_fail_with_a_reason() -> None:
 
 
 def test_tracerbench_verdicts_a_performance_engineer_can_trust(client) -> None:  # noqa: ANN001
-    """Issue 12 on real data: the TracerBench runs as one series. Every release is listed
-    (those with one run named as not compared), no flag is below the series' minimum
+    """Issues 12 and 19 on real data: the TracerBench runs as one series (11 of its 20
+    releases have one run). Every release is a column and listed; the shift rule judges
+    one-run releases; every flag's numbers agree with it (a regression has diff > 0 and an
+    interval above 0, an improvement the reverse), no flag is below the series' minimum
     practical change, and no function absent from every run of a release is a regression
     or an improvement there (the 73 → 74 headed/headless switch)."""
     by_version: dict[str, list[Path]] = defaultdict(list)
@@ -81,35 +83,44 @@ def test_tracerbench_verdicts_a_performance_engineer_can_trust(client) -> None: 
         call_command("ingest_traces", "--series", "tb", "--release", version,
                      *map(str, files), stdout=io.StringIO())
     series = Series.objects.get(name="tb")
+    assert series.default_rule == "shifts"
     single = {v for v, files in by_version.items() if len(files) < 2}
+    assert len(single) == 11
     html = client.get("/series/tb/").content.decode()
     assert all(v in html for v in by_version)
-    assert f"{len(single)} releases with fewer than 2 done runs" in html
+    assert "releases of this series have one run" not in html  # the shift rule judges them
     home = client.get("/?format=json").json()
-    assert set(home[0]["releases_lacking_runs"].split()) == single
-    assert home[0]["newest_not_compared"] == max(
-        by_version, key=lambda v: tuple(int(p) for p in v.split(".")))
+    newest = max(by_version, key=lambda v: tuple(int(p) for p in v.split(".")))
+    assert (home[0]["latest_to"], home[0]["releases_lacking_runs"]) == (newest, "")
     out = io.StringIO()
     call_command("export", "--series", "tb", "--what", "selftimes", stdout=out)
     present = {(r["release"], r["function"]) for r in json.loads(out.getvalue())
                if r["self_us"] > 0}
     kinds: set[str] = set()
-    for rule in ("segments", "recommended", "paper"):
+    crossing_one_run = 0
+    for rule, metric in (("shifts", "self"), ("shifts", "total"), ("paper", "self")):
         out = io.StringIO()
         call_command("export", "--series", "tb", "--what", "deviations", "--rule", rule,
-                     stdout=out)
+                     "--metric", metric, stdout=out)
         rows = json.loads(out.getvalue())
         kinds |= {r["verdict"] for r in rows}
         flags = [r for r in rows if r["verdict"] in ("regression", "improvement")]
-        assert flags, rule  # the headed/headless switch and real changes remain
+        assert flags, rule  # real changes remain
         for r in flags:
+            up = r["verdict"] == "regression"
+            assert (r["diff"] > 0) == up, r
+            assert (r["diff_lo"] > 0) if up else (r["diff_hi"] < 0), r
+            assert r["p_value"] is not None and r["p_value"] <= 0.05, r
             assert abs(r["diff"]) >= series.min_absolute_change_us, r
             assert r["relative"] is None or abs(r["relative"]) >= series.min_relative_change, r
             assert (r["from_release"], r["function"]) in present, r
             assert (r["to_release"], r["function"]) in present, r
+            crossing_one_run += rule == "shifts" and bool(
+                {r["from_release"], r["to_release"]} & single)
         for r in rows:
             if r["verdict"] == "appeared":
                 assert (r["from_release"], r["function"]) not in present, r
             if r["verdict"] == "vanished":
                 assert (r["to_release"], r["function"]) not in present, r
     assert {"appeared", "vanished"} <= kinds
+    assert crossing_one_run > 0  # one-run releases are judged
