@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -50,21 +51,25 @@ def hover(page: Any, trace: str, function: str, shown_as: str) -> tuple[str, lis
 
 def test_hover_a_triangle_and_click_through(page: Any) -> None:
     call_command("demo", "--runs", "5", stdout=io.StringIO())
-    page.goto(f"/series/{SERIES}/?rule=recommended")
+    page.goto(f"/series/{SERIES}/?rule=shifts")
     page.locator("#matrix[data-rendered=true]").wait_for()
     page.screenshot(path=str(ARTIFACTS / "matrix.png"), full_page=True)
     text, point = hover(page, "regression", "Paint", "Paint")
     page.screenshot(path=str(ARTIFACTS / "matrix-hover.png"))
     before, after = demo.RELEASES[7], demo.RELEASES[8]
     out = io.StringIO()
-    call_command("export", "--series", SERIES, "--what", "deviations", "--rule", "recommended",
+    call_command("export", "--series", SERIES, "--what", "deviations", "--rule", "shifts",
                  stdout=out)
     row = next(r for r in json.loads(out.getvalue())
                if r["function"] == "Paint" and r["to_release"] == after)
     assert "Paint" in text
     assert f"{before} → {after}" in text
     assert "regression" in text
-    assert f"diff: {row['diff'] / 1000:+.4g}" in text  # ms, as the hover rounds it
+    shown = re.search(r"change: ([+-][0-9.]+) \[", text)
+    assert shown is not None
+    assert float(shown.group(1)) == pytest.approx(row["diff"] / 1000, abs=1.5e-3)  # ms
+    assert f"({row['relative']:+.1%})" in text  # the verdict's own relative change
+    assert "p = " in text and "runs before" in text
     page.mouse.click(point["x"], point["y"])
     page.wait_for_url("**/functions/*/**")
     page.locator("#function-chart[data-rendered=true]").wait_for()
@@ -80,17 +85,17 @@ def test_hover_a_triangle_and_click_through(page: Any) -> None:
     page.screenshot(path=str(ARTIFACTS / "function.png"), full_page=True)
 
 
-def test_the_default_rule_is_the_segmentation_and_the_legend_says_so(page: Any) -> None:
+def test_the_default_rule_is_the_shift_rule_and_the_legend_says_so(page: Any) -> None:
     call_command("demo", "--runs", "5", stdout=io.StringIO())
     page.goto(f"/series/{SERIES}/")
     page.locator("#matrix[data-rendered=true]").wait_for()
-    page.screenshot(path=str(ARTIFACTS / "matrix-segments.png"), full_page=True)
-    assert page.inner_text("#rule-legend").startswith("Rule: segmentation: ")
+    page.screenshot(path=str(ARTIFACTS / "matrix-shifts.png"), full_page=True)
+    assert page.inner_text("#rule-legend").startswith("Rule: level shifts: ")
     assert "this series' default" in page.inner_text("#rule-legend")
     rule = page.locator("select[name=rule]")
-    assert rule.locator("option:checked").inner_text() == "segmentation (default)"
+    assert rule.locator("option:checked").inner_text() == "level shifts (default)"
     assert rule.locator("option").all_inner_texts() == [
-        "segmentation (default)", "window rule", "seed 003 paper rule"]
+        "level shifts (default)", "seed 003 paper rule"]
     # The matrix draws the demo's planted changes, and only them.
     points = page.evaluate(
         """() => Object.fromEntries(document.getElementById('matrix')._fullData
@@ -105,10 +110,10 @@ def test_the_default_rule_is_the_segmentation_and_the_legend_says_so(page: Any) 
     }
     text, _ = hover(page, "regression", "Paint", "Paint")
     assert f"{demo.RELEASES[7]} → {demo.RELEASES[8]}" in text
-    rule.select_option("recommended")
+    rule.select_option("paper")
     page.click("form.controls button[type=submit] >> nth=0")
-    page.wait_for_url("**rule=recommended**")
-    assert page.inner_text("#rule-legend").startswith("Rule: window rule: ")
+    page.wait_for_url("**rule=paper**")
+    assert page.inner_text("#rule-legend").startswith("Rule: seed 003 paper rule: ")
     assert "this series' default" not in page.inner_text("#rule-legend")
 
 
