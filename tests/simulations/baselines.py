@@ -368,4 +368,9 @@ RULES = {
     "perfherder": Perfherder("median"),
     "perfherder_runs": Perfherder("runs"),
     "otava": Otava(),
+    # Stricter p-value thresholds than Otava's default, to compare steps found at the
+    # false-flag rate of the dashboard's rule (docs/statistics.md §10b).
+    "otava_p1e-5": Otava(max_pvalue=1e-5),
+    "otava_p1e-7": Otava(max_pvalue=1e-7),
+    "otava_p1e-9": Otava(max_pvalue=1e-9),
 }

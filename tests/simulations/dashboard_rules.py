@@ -87,15 +87,22 @@ class Shifts:
     """The ``shifts`` rule, with a replay that judges, after each release, the boundaries
     not final yet (the dashboard's incremental analysis); a final verdict is kept."""
 
-    def __init__(self, floors: bool) -> None:
+    def __init__(self, floors: bool, alpha: float | None = None) -> None:
         self.floors = floors
+        self.alpha = alpha  # None: the rule's own ALPHA (variants trace the frontier)
+        self.key = "shifts" if alpha is None else f"shifts@{alpha:g}"
+
+    def _verdicts(self, a: np.ndarray, **kw: object) -> object:
+        extra = {} if self.alpha is None else {"alpha": self.alpha,
+                                               "early_alpha": min(1e-6, self.alpha)}
+        return shift_verdicts(a, runs=runs_of(a), **extra, **kw)  # type: ignore[arg-type]
 
     def _decide(self, got: object) -> np.ndarray:
         verdict, diff, before = got.verdict, got.diff, got.before  # type: ignore[attr-defined]
         return floored(verdict, diff, before) if self.floors else verdict
 
     def __call__(self, samples: np.ndarray) -> np.ndarray:
-        got = _once("shifts", samples, lambda a: shift_verdicts(a, runs=runs_of(a)))
+        got = _once(self.key, samples, self._verdicts)
         return self._decide(got)
 
     def replay(self, samples: np.ndarray) -> np.ndarray:
@@ -109,7 +116,9 @@ class Shifts:
         for r in range(2, R + 1):
             win = shift_windows(runs[:r])
             todo = [b for b in range(r - 1) if not final[b]]
-            got = shift_verdicts(samples[:, :r], runs=runs[:r], boundaries=todo)
+            extra = {} if self.alpha is None else {"alpha": self.alpha,
+                                                   "early_alpha": min(1e-6, self.alpha)}
+            got = shift_verdicts(samples[:, :r], runs=runs[:r], boundaries=todo, **extra)
             kept[:, todo] = self._decide(got)
             final[todo] = win.final[todo]
             out[r - 2, :, : r - 1] = kept[:, : r - 1]
@@ -123,6 +132,11 @@ RULES: dict[str, Rule] = {
     "shifts_raw": Shifts(False),
     "paper_raw": _paper("median", False),
     "paper_mean_raw": _paper("mean", False),
+    # The level of the shift rule's test, for the trade-off between steps found and false
+    # flags (docs/statistics.md §10b); "shifts" is ALPHA = 1e-3.
+    "shifts_a3e-4": Shifts(True, 3e-4),
+    "shifts_a3e-3": Shifts(True, 3e-3),
+    "shifts_a1e-2": Shifts(True, 1e-2),
 }
 """The dashboard's rules with a new series' default minimum practical change, and without
 it (``_raw``)."""

@@ -234,7 +234,9 @@ def test_provisional_verdicts_are_marked(client: Client, long_series: str) -> No
         assert row["final_within"] == max(0, r - 7), row
     paint = by_pair["Paint", "1.6"]
     assert (paint["verdict"], paint["provisional"]) == ("regression", False)
-    assert paint["diff"] > 0 and paint["diff_lo"] > 0 and paint["p_value"] <= 1e-3
+    assert paint["diff"] > 0
+    assert paint["diff_lo"] > 0
+    assert paint["p_value"] <= 1e-3
     out = io.StringIO()
     call_command("export", "--series", "long", "--what", "deviations", "--rule", "paper",
                  stdout=out)

@@ -85,7 +85,7 @@ def test_0017_moves_retired_rules_and_default_floors_to_the_shift_rule() -> None
     old = executor.loader.project_state(BEFORE_SHIFTS).apps
     series_model = old.get_model("deviations", "Series")
     seg = series_model.objects.create(name="seg", default_rule="segments")
-    rec = series_model.objects.create(name="rec", default_rule="recommended",
+    series_model.objects.create(name="rec", default_rule="recommended",
                                       min_relative_change=0.05, min_absolute_change_us=20.0)
     paper = series_model.objects.create(name="paper", default_rule="paper")
     assert (seg.min_relative_change, seg.min_absolute_change_us) == (0.10, 20.0)

@@ -110,7 +110,8 @@ def test_tracerbench_verdicts_a_performance_engineer_can_trust(client) -> None: 
             up = r["verdict"] == "regression"
             assert (r["diff"] > 0) == up, r
             assert (r["diff_lo"] > 0) if up else (r["diff_hi"] < 0), r
-            assert r["p_value"] is not None and r["p_value"] <= 0.05, r
+            assert r["p_value"] is not None, r
+            assert r["p_value"] <= 0.05, r
             assert abs(r["diff"]) >= series.min_absolute_change_us, r
             assert r["relative"] is None or abs(r["relative"]) >= series.min_relative_change, r
             assert (r["from_release"], r["function"]) in present, r

@@ -18,8 +18,9 @@ class Command(base.Command):
         "95%% intervals, diff = new - base with its interval, change_pct, the test's p-value "
         "and its Benjamini-Hochberg q-value over all the functions. A regression or "
         "improvement is significant at a false-discovery rate of 5%% and changes by at least "
-        "--min-change and --min-change-us (default: the series' minimum practical change). Exits non-zero when a release is unknown, the same "
-        "twice, or has fewer than two done runs."
+        "--min-change and --min-change-us (default: the series' minimum practical "
+        "change). Exits non-zero when a release is unknown, the same twice, or has fewer "
+        "than two done runs."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
