@@ -87,15 +87,20 @@ class Shifts:
     """The ``shifts`` rule, with a replay that judges, after each release, the boundaries
     not final yet (the dashboard's incremental analysis); a final verdict is kept."""
 
-    def __init__(self, floors: bool, alpha: float | None = None) -> None:
+    def __init__(self, floors: bool, alpha: float | None = None,
+                 after: int | None = None) -> None:
         self.floors = floors
-        self.alpha = alpha  # None: the rule's own ALPHA (variants trace the frontier)
-        self.key = "shifts" if alpha is None else f"shifts@{alpha:g}"
+        # None: the rule's own ALPHA and window (variants trace the trade-offs): ``after``
+        # releases of 5 runs after a boundary make it final.
+        self.extra: dict[str, object] = {}
+        if alpha is not None:
+            self.extra |= {"alpha": alpha, "early_alpha": min(1e-6, alpha)}
+        if after is not None:
+            self.extra |= {"min_after": after, "runs_after": 5 * after}
+        self.key = "shifts" + "".join(f"/{k}={v}" for k, v in sorted(self.extra.items()))
 
-    def _verdicts(self, a: np.ndarray, **kw: object) -> object:
-        extra = {} if self.alpha is None else {"alpha": self.alpha,
-                                               "early_alpha": min(1e-6, self.alpha)}
-        return shift_verdicts(a, runs=runs_of(a), **extra, **kw)  # type: ignore[arg-type]
+    def _verdicts(self, a: np.ndarray) -> object:
+        return shift_verdicts(a, runs=runs_of(a), **self.extra)  # type: ignore[arg-type]
 
     def _decide(self, got: object) -> np.ndarray:
         verdict, diff, before = got.verdict, got.diff, got.before  # type: ignore[attr-defined]
@@ -111,14 +116,16 @@ class Shifts:
         F, R = samples.shape[:2]  # noqa: N806
         out = np.full((max(R - 1, 0), F, max(R - 1, 0)), -2, dtype=np.int8)
         runs = runs_of(samples)
+        window = {k: v for k, v in self.extra.items() if k in ("min_after", "runs_after")}
+        if window:
+            window["max_after"] = max(12, int(window["min_after"]))  # type: ignore[call-overload]
         kept = np.full((F, max(R - 1, 0)), -2, dtype=np.int8)
         final = np.zeros(max(R - 1, 0), dtype=np.bool_)
         for r in range(2, R + 1):
-            win = shift_windows(runs[:r])
+            win = shift_windows(runs[:r], **window)  # type: ignore[arg-type]
             todo = [b for b in range(r - 1) if not final[b]]
-            extra = {} if self.alpha is None else {"alpha": self.alpha,
-                                                   "early_alpha": min(1e-6, self.alpha)}
-            got = shift_verdicts(samples[:, :r], runs=runs[:r], boundaries=todo, **extra)
+            got = shift_verdicts(samples[:, :r], runs=runs[:r], boundaries=todo,
+                                 **self.extra)  # type: ignore[arg-type]
             kept[:, todo] = self._decide(got)
             final[todo] = win.final[todo]
             out[r - 2, :, : r - 1] = kept[:, : r - 1]
@@ -137,6 +144,11 @@ RULES: dict[str, Rule] = {
     "shifts_a3e-4": Shifts(True, 3e-4),
     "shifts_a3e-3": Shifts(True, 3e-3),
     "shifts_a1e-2": Shifts(True, 1e-2),
+    # The window after a boundary: final after F releases of 5 runs (the rule: F = 5).
+    "shifts_F3": Shifts(True, after=3),
+    "shifts_F4": Shifts(True, after=4),
+    "shifts_F6": Shifts(True, after=6),
+    "shifts_F8": Shifts(True, after=8),
 }
 """The dashboard's rules with a new series' default minimum practical change, and without
 it (``_raw``)."""

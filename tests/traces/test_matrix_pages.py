@@ -362,3 +362,33 @@ def test_the_shift_rule_is_the_default_and_the_legend_names_it(
     html = client.get("/series/long/?rule=shifts").content.decode()
     assert "Rule: <b>level shifts: " in html
     assert "this series' default" not in html
+
+
+def test_a_series_of_one_run_releases_has_an_analysis(client: Client, tmp_path: Path) -> None:
+    """Most CI series measure each release once (issue 19): every release is a column, and
+    a step with enough releases either side of it is flagged, provisional until 12
+    releases follow it, with the releases and runs it was judged from."""
+    for r in range(16):
+        path = tmp_path / f"one-{r}.json"
+        paint = (200 if r >= 8 else 100) + (r * 7) % 5
+        path.write_text(json.dumps(renderer_events([("Paint", 0, paint),
+                                                    ("Layout", 10_000, 50 + r % 3)])))
+        call_command("ingest_traces", "--series", "ci", "--release", f"2.{r}", str(path),
+                     stdout=io.StringIO())
+    html = client.get("/series/ci/").content.decode()
+    assert "No analysis yet" not in html
+    figure = figure_of(html, "matrix-figure")
+    regression = next(t for t in figure["data"] if t["name"] == "regression")
+    assert (regression["x"], regression["y"]) == (["2.8"], ["Paint"])
+    rows = export_rows_of("ci")
+    paint = next(r for r in rows if r["function"] == "Paint" and r["to_release"] == "2.8")
+    assert (paint["verdict"], paint["provisional"], paint["runs_before"],
+            paint["runs_after"]) == ("regression", True, 8, 8)
+    assert paint["final_within"] == 4  # 12 releases after it: 2.19 makes it final
+    assert paint["relative"] == pytest.approx(1.0, abs=0.1)
+
+
+def export_rows_of(series: str) -> list[dict[str, Any]]:
+    out = io.StringIO()
+    call_command("export", "--series", series, "--what", "deviations", stdout=out)
+    return list(json.loads(out.getvalue()))

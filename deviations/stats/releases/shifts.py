@@ -508,6 +508,8 @@ def shift_verdicts(
     penalty: float = SEGMENT_PENALTY,
     confidence: float = 0.95,
     direction: Direction = "lower_is_better",
+    min_after: int = MIN_AFTER,
+    runs_after: int = RUNS_AFTER,
 ) -> Shifts:
     """Verdicts of the shift rule (module docstring) for some boundaries of a series.
 
@@ -536,6 +538,11 @@ def shift_verdicts(
     confidence : float, default 0.95
         Level of the interval of ``diff``.
     direction : {"lower_is_better", "higher_is_better"}, default "lower_is_better"
+    min_after, runs_after : int, default :data:`MIN_AFTER`, :data:`RUNS_AFTER`
+        The window after a boundary (:func:`shift_windows`): its verdict is final once at
+        least ``min_after`` releases holding ``runs_after`` runs follow it. Other values
+        trace the trade-off between finality and steps found (docs/statistics.md §10b);
+        the dashboard uses the defaults.
 
     Returns
     -------
@@ -570,7 +577,8 @@ def shift_verdicts(
         counts = np.max(np.sum(~np.isnan(x), axis=2), axis=0, initial=0)
     else:
         counts = np.asarray(runs, dtype=np.int64)
-    win = shift_windows(counts)
+    win = shift_windows(counts, min_after=min_after, runs_after=runs_after,
+                        max_after=max(MAX_AFTER, min_after))
     B_all = len(win.start)
     wanted = (np.arange(B_all) if boundaries is None
               else np.asarray(boundaries, dtype=np.int64).reshape(-1))
