@@ -314,6 +314,14 @@ def _median_rows(a: FloatArray, *, presorted: bool = False) -> FloatArray:
     return out
 
 
+def _l1(v: FloatArray) -> float:
+    """Sum of absolute deviations of ``v`` (no NaN, not empty) from its median."""
+    v = np.sort(v)
+    n = len(v)
+    med = 0.5 * (v[(n - 1) // 2] + v[n // 2])
+    return float(np.abs(v - med).sum())
+
+
 def _refine(y: FloatArray, cuts: BoolArray) -> BoolArray:
     """Each change point moved by at most one release to where the releases beside it sit
     with the level their runs are closer to.
@@ -344,7 +352,7 @@ def _refine(y: FloatArray, cuts: BoolArray) -> BoolArray:
             lo, hi = lo[~np.isnan(lo)], hi[~np.isnan(hi)]
             if not len(lo) or not len(hi):
                 continue
-            cost = float(np.abs(lo - np.median(lo)).sum() + np.abs(hi - np.median(hi)).sum())
+            cost = _l1(lo) + _l1(hi)
             if cost < best_cost - 1e-12:
                 best, best_cost = cand, cost
         if best != c:
@@ -383,7 +391,15 @@ _CHI2_1_MEDIAN: Final = 0.454936423119572
 """Median of the chi-squared distribution with one degree of freedom."""
 
 
-def _design_effect(x: FloatArray) -> FloatArray:
+def _window_ranks(x: FloatArray) -> FloatArray:
+    """Mid-ranks of the runs of a window ``x`` (functions, releases, runs) among the
+    function's runs of the window, NaN for missing runs and values <= 0."""
+    F, W, m = x.shape
+    out: FloatArray = _midranks(np.where(x > 0, x, np.nan).reshape(F, W * m)).reshape(F, W, m)
+    return out
+
+
+def _design_effect(x: FloatArray, ranks: FloatArray | None = None) -> FloatArray:
     r"""How much the runs' sharing of their release inflates a test's variance, per row
     of a window ``x`` (functions, releases, runs; NaN and values <= 0 left out).
 
@@ -408,9 +424,8 @@ def _design_effect(x: FloatArray) -> FloatArray:
     Neumann et al., "The mean square successive difference", Ann. Math. Statist. 12(2),
     153-162, 1941.
     """
-    F, W, m = x.shape
-    values = np.where(x > 0, x, np.nan)
-    ranks = _midranks(values.reshape(F, W * m)).reshape(F, W, m)
+    if ranks is None:
+        ranks = _window_ranks(x)
     n_j = np.sum(~np.isnan(ranks), axis=2).astype(np.float64)
     # Mid-ranks are half-integers: their sums and sums of squares are exact, so the
     # within-release sums of squares do not depend on how the runs are padded (an
@@ -430,11 +445,11 @@ def _design_effect(x: FloatArray) -> FloatArray:
     return out
 
 
-def _release_means(x: FloatArray) -> FloatArray:
+def _release_means(x: FloatArray, ranks: FloatArray | None = None) -> FloatArray:
     """Each release's mean mid-rank among the runs of the window ``x`` (functions,
     releases, runs; values <= 0 and NaN left out), NaN for a release without a run."""
-    F, W, m = x.shape
-    ranks = _midranks(np.where(x > 0, x, np.nan).reshape(F, W * m)).reshape(F, W, m)
+    if ranks is None:
+        ranks = _window_ranks(x)
     n_j = np.sum(~np.isnan(ranks), axis=2)
     with np.errstate(invalid="ignore", divide="ignore"):
         out: FloatArray = np.where(n_j > 0, np.nansum(ranks, axis=2) / n_j, np.nan)
@@ -605,7 +620,8 @@ def shift_verdicts(
         W = hi_ - lo_
         # The segmentation's cost adds up runs: where a release's runs move together its
         # penalty grows with the design effect, as the tests' variance below.
-        effect = _design_effect(xw)
+        ranks = _window_ranks(xw)  # shared by the design effect and the release test
+        effect = _design_effect(xw, ranks)
         base = _segment_penalty(yw, penalty)
 
         def penalty_of(rows: slice, whole: FloatArray, base: Callable[..., FloatArray] = base,
@@ -614,7 +630,7 @@ def shift_verdicts(
             return out
 
         cuts = _refine(yw, _change_points(yw, penalty_of, None))
-        means = _release_means(xw)
+        means = _release_means(xw, ranks)
         variance, dof = _release_spread(means, cuts)
         edges = np.arange(W - 1)
         measured = np.any(xw > 0, axis=2)  # (F, W): a run above 0
