@@ -319,3 +319,13 @@ def test_series_alerts_from_a_stored_analysis(monkeypatch, series) -> None:
     assert "p = 0.001" in shifted.explanation
     assert shifted.provisional  # 5 releases after it are needed; the series has 1
     assert "Provisional: final after" in shifted.explanation
+
+
+def test_every_rule_fits_the_alert_columns() -> None:
+    """PostgreSQL enforces the column lengths that SQLite ignores: a rule's method text
+    longer than Alert.method once made every alert of a trace series fail to record."""
+    from deviations.stats.releases import RULES
+
+    for rule in RULES.values():
+        assert len(rule.method) <= Alert._meta.get_field("method").max_length, rule.name
+        assert len(rule.name) <= Alert._meta.get_field("rule").max_length, rule.name

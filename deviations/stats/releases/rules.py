@@ -144,9 +144,8 @@ RULES: Final[dict[str, ReleaseRule]] = {
         ),
         method=(
             "level-shift rule: the level changes at this release (segmentation of a window "
-            "of releases); runs after against before (Mann–Whitney, Brunner–Munzel) and "
-            f"releases after against before (Student's t), each at p ≤ {ALPHA:g}; "
-            "Hodges–Lehmann shift between the releases' medians"
+            "of releases); runs and releases after against before (Mann–Whitney, "
+            f"Brunner–Munzel, t) at p ≤ {ALPHA:g}; Hodges–Lehmann shift"
         ),
         interval="order",
         min_runs=1,
