@@ -42,14 +42,19 @@ def _trace_seeds() -> list[bytes]:
     ]
     files = ["catapult__simple_trace.json", "catapult__nestable_async.json",
              "catapult__nanoseconds.json"]
-    return [s.encode() for s in own] + [(FIXTURES / f).read_bytes() for f in files]
+    # Real files as seeds where ../shared is beside the clone (CI); the suite's own
+    # documents alone otherwise (a clone of the repository must pass by itself).
+    return [s.encode() for s in own] + [(FIXTURES / f).read_bytes() for f in files
+                                        if (FIXTURES / f).is_file()]
 
 
 def _histogram_seeds() -> list[bytes]:
-    own = json.dumps([plain_histogram("P", str(b), [1, 2, 3]) for b in (1, 2)]).encode()
+    own = [json.dumps([plain_histogram("P", str(b), [1, 2, 3]) for b in (1, 2)]).encode(),
+           json.dumps([plain_histogram("Q", str(b), [0, 5, 9, 4, 1]) for b in (1, 2, 3)])
+           .encode()]
     files = ["glam__enumerated_histogram_version.json", "glam__boolean_histogram_version.json",
              "glam__exponential_histogram_version.json"]
-    return [own] + [(HISTOGRAMS / f).read_bytes() for f in files]
+    return own + [(HISTOGRAMS / f).read_bytes() for f in files if (HISTOGRAMS / f).is_file()]
 
 
 def _fuzz(seeds: list[bytes], parse: Any, error: type[UserError], n: int) -> tuple[int, int]:
@@ -86,7 +91,7 @@ def test_histogram_parser_raises_only_its_error() -> None:
         lambda d: parse_histogram_file(d, display_name="fuzz.json"),
         HistogramError, 20_000,
     )
-    assert parsed > 400
+    assert parsed > (400 if HISTOGRAMS.is_dir() else 100)  # the GLAM seeds parse more often
     assert refused > 1_000
 
 
