@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +55,7 @@ from ingest.traces import parse_trace
 ROOT = Path(__file__).resolve().parents[2]
 #: Where the TracerBench traces are in a checkout next to ``../shared`` (the tests'
 #: convention: ``tests.conftest.SHARED_DATA``).
-TRACES = ROOT.parent / "shared" / "data" / "traces"
+TRACES = Path(os.environ.get("DEVIATIONS_SHARED_DATA", ROOT.parent / "shared" / "data")) / "traces"
 
 MIN_RELEASE_RUNS = 3
 MIN_DONOR_RESIDUALS = 12
