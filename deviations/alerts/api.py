@@ -3,11 +3,13 @@ always been: subscribe an address to probes or to a trace series) and ``alerts_r
 (mounted at /api/alerts: list and filter alerts, a group, bulk triage). Writes need an API
 token."""
 
+from datetime import date
 from typing import Any
 
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Query, Router, Schema, Status
+from ninja.errors import HttpError
 
 from deviations.alerts import selectors, services
 from deviations.alerts.models import Alert, AlertGroup, Subscription
@@ -57,11 +59,44 @@ class FiltersIn(Schema):
     status: str = ""
     detector: str = ""
     family: str = ""
+    series: str = ""
+    probe: str = ""
     direction: str = ""
     assignee: str = ""
     since: str = ""
     until: str = ""
     limit: int = 200
+
+
+def _checked(request: HttpRequest, filters: FiltersIn) -> dict[str, Any]:
+    """The filters as the alerts page takes them, or a 400 naming what is wrong: an API
+    client that misspells a parameter or a value must not get every alert back."""
+    unknown = sorted(set(request.GET) - set(FiltersIn.model_fields))
+    if unknown:
+        raise HttpError(400, f"unknown parameter{'s' * (len(unknown) > 1)}: "
+                             f"{', '.join(unknown)} (known: {', '.join(FiltersIn.model_fields)})")
+    params = filters.dict()
+    for name, detector in (("series", Alert.TRACE), ("probe", Alert.HISTOGRAM)):
+        if params[name]:
+            if params["family"] and params["family"] != params[name]:
+                raise HttpError(400, f"family and {name} name different things")
+            if params["detector"] not in ("", detector):
+                raise HttpError(400, f"{name} alerts are {detector} alerts, not "
+                                     f"{params['detector']}")
+            params["family"], params["detector"] = params[name], detector
+    choices = {"status": ["untriaged", *(c for c, _ in Alert.STATUSES)],
+               "detector": [c for c, _ in Alert.DETECTORS],
+               "direction": [c for c, _ in Alert.DIRECTIONS]}
+    for name, allowed in choices.items():
+        if params[name] and params[name] not in allowed:
+            raise HttpError(400, f"{name} must be one of {', '.join(allowed)}")
+    for name in ("since", "until"):
+        if params[name]:
+            try:
+                date.fromisoformat(params[name])
+            except ValueError:
+                raise HttpError(400, f"{name} must be a date, YYYY-MM-DD") from None
+    return params
 
 
 class TriageIn(Schema):
@@ -91,8 +126,9 @@ def _rows(alerts: Any) -> list[dict[str, Any]]:
 @alerts_router.get("/", response=list[AlertOut], summary="Alerts, filtered as on /alerts/")
 def list_alerts(request: HttpRequest, filters: Query[FiltersIn]) -> list[dict[str, Any]]:
     """Newest first. ``status`` may also be ``untriaged``; ``assignee`` ``-`` means none;
-    ``since`` and ``until`` are dates (YYYY-MM-DD)."""
-    f = selectors.Filters.from_params(filters.dict())
+    ``since`` and ``until`` are dates (YYYY-MM-DD); ``series`` (``probe``) is ``family``
+    with the trace (histogram) detector. An unknown parameter or value is a 400."""
+    f = selectors.Filters.from_params(_checked(request, filters))
     limit = max(0, min(filters.limit, 5000))
     return _rows(selectors.filtered_alerts(f).order_by("-created", "-pk")[:limit])
 

@@ -180,6 +180,19 @@ def test_names_are_escaped_on_alert_pages(client, alice) -> None:
 def test_api_lists_and_triages(client, demo_alerts, alice) -> None:
     rows = client.get(f"/api/alerts/?family={SERIES}&direction=regression").json()
     assert {r["subject"] for r in rows} == {"Paint", "V8.ScriptCompiler"}
+    # series= and probe= name a family of one detector; nothing is silently ignored.
+    assert client.get(f"/api/alerts/?series={SERIES}&direction=regression").json() == rows
+    assert {r["detector"] for r in client.get("/api/alerts/?probe=GC_MS").json()} == {
+        "histogram"}
+    assert client.get("/api/alerts/?probe=" + SERIES).json() == []
+    for query, reason in (("serie=x", "unknown parameter: serie"),
+                          ("status=bogus", "status must be one of"),
+                          ("since=yesterday", "since must be a date"),
+                          ("series=x&detector=histogram", "series alerts are trace alerts"),
+                          ("series=x&family=y", "family and series name different things")):
+        response = client.get("/api/alerts/?" + query)
+        assert response.status_code == 400, query
+        assert reason in response.json()["detail"], (query, response.json())
     group = client.get(f"/api/alerts/groups/{rows[0]['group']}").json()
     assert group["family"] == SERIES
     assert group["alerts"]
