@@ -155,14 +155,16 @@ class Alert(models.Model):
                                   on_delete=models.CASCADE, related_name="alert")
     canary = models.CharField(max_length=200, blank=True)
     subject = models.TextField(help_text="Function, probe or canary name (untrusted text).")
-    metric = models.CharField(max_length=40, blank=True)
+    # As long as the longest a detector accepts (a canary's metric and unit: 200 and 40);
+    # PostgreSQL refused the alert of a canary with a longer one (issue 23).
+    metric = models.CharField(max_length=200, blank=True)
     rule = models.CharField(max_length=40, blank=True)
     from_label = models.CharField(max_length=200)
     to_label = models.CharField(max_length=200)
     from_key = models.CharField(max_length=400)
     to_key = models.CharField(max_length=400)
     direction = models.CharField(max_length=12, choices=DIRECTIONS)
-    unit = models.CharField(max_length=20, blank=True)
+    unit = models.CharField(max_length=40, blank=True)
     before = models.FloatField(null=True, blank=True)
     after = models.FloatField(null=True, blank=True)
     effect = models.FloatField(null=True, blank=True)

@@ -101,3 +101,17 @@ def test_sweeper_sends_a_lost_rejection_email(committed: Any, monkeypatch: Any) 
     assert [m.to for m in mail.outbox] == [["owner@example.com"]]
     tasks.update_stale_canaries()
     assert len(mail.outbox) == 1
+
+
+def test_a_canary_with_the_longest_metric_and_unit_gets_its_alert(committed: Any) -> None:
+    """What canary creation accepts fits the alert (PostgreSQL enforces the lengths: a
+    40-character unit or a 200-character metric once made the rejection's alert fail,
+    retried every minute, never emailed)."""
+    metric, unit = "m" * Canary._meta.get_field("metric").max_length, \
+        "u" * Canary._meta.get_field("unit").max_length
+    canary = services.create_canary("long", bad="higher", unit=unit, metric=metric,
+                                    owners=["owner@example.com"])
+    _reject(committed, canary)
+    alert = Alert.objects.get(detector=Alert.CANARY)
+    assert (alert.metric, alert.unit) == (metric, unit)
+    assert len(mail.outbox) == 1
