@@ -828,10 +828,18 @@ def _number_key(key: str, ctx: _Context, where: str) -> float:
     return lower
 
 
+#: The largest count a bucket may hold: far above any real histogram (GLAM's aggregates
+#: hold up to about 1e12 samples), far below where a histogram's total or its squared
+#: counts overflow a float (1e308 was accepted, and every distance became 1.0; issue 23).
+MAX_COUNT = 1e15
+
+
 def _count(value: object, ctx: _Context, where: str, label: str) -> float:
     count = _finite_float(value)
     if count is None or count < 0:
         ctx.fail(where, f"{label} is {_show(value)}: a count must be a finite number >= 0")
+    if count > MAX_COUNT:
+        ctx.fail(where, f"{label} is {_show(value)}: a count must be at most {MAX_COUNT:g}")
     return count
 
 

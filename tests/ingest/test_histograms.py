@@ -437,6 +437,9 @@ BAD_INPUTS = [
     (dumps([plain(build_id=None)]), "records[0]: no build id"),
     (dumps([plain(counts=[1, -1])]), "records[0]: counts[1] is -1"),
     (dumps([plain(counts=[1, True])]), "records[0]: counts[1] is True"),
+    # Counts that overflow a histogram's total (every distance was 1.0; issue 23).
+    (dumps([plain(counts=[1e308, 1])]), "records[0]: counts[0] is 1e+308: a count must be "
+                                        "at most 1e+15"),
     (b'{"probe": "A", "build_id": "1", "edges": [0, 1], "counts": [1]}\n[', "line 2: truncated"),
     (b"[" * 100_000 + b"]" * 100_000, "h.json: not valid JSON"),
     (dumps([plain(counts=[1, "2"])]), "records[0]: counts[1] is '2'"),

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Router, Schema, Status
+from ninja import Field, Router, Schema, Status
 
 from deviations.core.api import ErrorOut, TokenAuth
 from deviations.experiments.canaries import selectors, services
@@ -33,8 +33,10 @@ class CanaryIn(Schema):
 class BatchIn(Schema):
     batch: str
     arm: str
-    values: list[float] | None = None
-    timestamps: list[float] | None = None
+    # Numbers, checked by the service (``receive_batch``) so that ``true`` is refused
+    # with its position rather than stored as 1.0 (issue 23).
+    values: list[Any] | None = Field(None, description="numbers")
+    timestamps: list[Any] | None = Field(None, description="numbers (seconds)")
 
 
 class BatchOut(Schema):

@@ -55,6 +55,15 @@ def test_batches_through_the_api(api: Client, post: Any) -> None:
     assert post(api, url, {"batch": "ci-1", "arm": "A", "values": [5.0]}).status_code == 409
     refused = post(api, url, {"batch": "ci-2", "arm": "B", "values": [1.0, "x"]})
     assert refused.status_code in (400, 422)
+    # A boolean is not a number: refused with its position (it was stored as 1.0).
+    for values, where in (([True, 2], "values[0]: True"), ([1, False], "values[1]: False")):
+        boolean = post(api, url, {"batch": "ci-b", "arm": "B", "values": values})
+        assert boolean.status_code == 400, boolean.content
+        assert boolean.json()["detail"].startswith(where), boolean.json()
+    timestamps = post(api, url, {"batch": "ci-t", "arm": "B", "values": [1.0],
+                                 "timestamps": [True]})
+    assert timestamps.status_code == 400
+    assert timestamps.json()["detail"].startswith("timestamps[0]: True")
     nan = api.post(url, '{"batch": "ci-3", "arm": "B", "values": [1.0, NaN]}',
                    content_type="application/json")
     assert nan.status_code in (400, 422)
