@@ -8,9 +8,15 @@ TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 
 .PHONY: demo test lint install
 
-$(VENV)/.installed: pyproject.toml
+# What the dashboard needs to run (make demo), then the test tools on top (make test):
+# the demo does not install pytest, Playwright, moto and the linters.
+$(VENV)/.installed-run: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.installed-run
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
@@ -27,13 +33,15 @@ install: $(VENV)/.installed node_modules/.installed
 
 # The dashboard on the embedded default (SQLite, tasks in-process) with demo data,
 # at http://$(HOST):$(PORT)/ (user demo, password demo): `make demo PORT=8080 HOST=0.0.0.0`.
+# Links in its emails point to the same address unless DEVIATIONS_SITE_URL says otherwise.
 HOST ?= 127.0.0.1
 PORT ?= 8000
-demo: install
+DEMO_SITE_URL = $(or $(DEVIATIONS_SITE_URL),http://$(HOST):$(PORT))
+demo: $(VENV)/.installed-run node_modules/.installed
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
-	$(PY) manage.py demo
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	DEVIATIONS_SITE_URL=$(DEMO_SITE_URL) $(PY) manage.py demo
+	DEVIATIONS_SITE_URL=$(DEMO_SITE_URL) $(PY) manage.py runserver $(HOST):$(PORT)
 
 lint: install
 	$(VENV)/bin/ruff check .
