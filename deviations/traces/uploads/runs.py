@@ -95,6 +95,9 @@ def get_release(series_name: str, version: str, order: int | None = None) -> Rel
     except UserError as exc:
         raise IngestError(exc.message) from None
     series, _ = Series.objects.get_or_create(name=series_name)
+    existing = Release.objects.filter(series=series, version=version).first()
+    if existing is None:
+        _check_same_ordering(series, version, order)
     try:
         release, created = Release.objects.get_or_create(
             series=series, version=version, defaults={"order": order}
@@ -105,6 +108,25 @@ def get_release(series_name: str, version: str, order: int | None = None) -> Rel
         release.order = order
         release.save(update_fields=["order", "sort_key"])
     return release
+
+
+def _check_same_ordering(series: Series, version: str, order: int | None) -> None:
+    """A new release is placed as the series' others are: all by their ``order``, or all
+    by their version. Mixed, a version's text would be compared with the orders' digits
+    (a release without ``order`` sent to an ordered series landed anywhere, and every
+    function's verdicts around it moved: thousands of spurious alerts; issue 23)."""
+    ordered = Release.objects.filter(series=series, order__isnull=False).count()
+    unordered = Release.objects.filter(series=series, order__isnull=True).count()
+    if order is None and ordered:
+        raise IngestError(
+            f"release {version!r}: series {series.name!r} places its releases by their order "
+            f"({ordered} release{'s' * (ordered != 1)} sent with one); send 'order' with "
+            "this release too")
+    if order is not None and unordered:
+        raise IngestError(
+            f"release {version!r}: series {series.name!r} places its releases by version "
+            f"({unordered} release{'s' * (unordered != 1)} sent without 'order'); send this "
+            "one without 'order', or give every release one")
 
 
 def sha256_of(stream: IO[bytes]) -> tuple[str, int]:

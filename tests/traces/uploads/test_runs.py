@@ -206,6 +206,16 @@ def test_release_order_option(write_trace, simple_events) -> None:
     ingest(write_trace("a.json", simple_events), release="zeta", order=1)
     ingest(write_trace("b.json", renderer_events_with("X")), release="alpha", order=2)
     assert list(Release.objects.values_list("version", flat=True)) == ["zeta", "alpha"]
+    # A series placed by order takes no release without one (its version's text would
+    # be compared with the orders' digits; issue 23), and the reverse.
+    with pytest.raises(CommandError, match="places its releases by their order .2 releases"):
+        ingest(write_trace("c.json", renderer_events_with("Y")), release="beta")
+    ingest(write_trace("d.json", renderer_events_with("Z")), release="zeta")  # known: fine
+    ingest(write_trace("e.json", renderer_events_with("W")), series="v", release="1.0")
+    with pytest.raises(CommandError, match="places its releases by version .1 release"):
+        ingest(write_trace("f.json", renderer_events_with("V")), series="v", release="2.0",
+               order=5)
+    assert list(Release.objects.values_list("version", flat=True)) == ["zeta", "alpha", "1.0"]
 
 
 def test_hostile_function_names_are_stored_as_given(write_trace) -> None:
