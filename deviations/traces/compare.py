@@ -162,6 +162,9 @@ def compare_releases(
     result = compare_two(matrices[0], matrices[1], fdr=fdr, min_relative_change=min_change,
                          min_absolute_change=min_change_us, test=test)  # type: ignore[arg-type]
     names = selectors.function_names(series)
+    # Times are durations: a median's interval stops at 0 (Olive's interval is the median
+    # ± t·se, which reaches below 0 for a spread-out function of few runs; issue 23).
+    lows = [np.maximum(m.lo, 0.0) for m in (result.median_a, result.median_b)]
     rows = []
     for k, fid in enumerate(function_ids):
         rows.append({
@@ -169,10 +172,10 @@ def compare_releases(
             "base": b_rel.version, "new": n_rel.version,
             "verdict": TWO_SAMPLE_VERDICTS[int(result.verdict[k])],
             "base_median": _number(result.median_a.estimate[k]),
-            "base_lo": _number(result.median_a.lo[k]),
+            "base_lo": _number(lows[0][k]),
             "base_hi": _number(result.median_a.hi[k]),
             "new_median": _number(result.median_b.estimate[k]),
-            "new_lo": _number(result.median_b.lo[k]),
+            "new_lo": _number(lows[1][k]),
             "new_hi": _number(result.median_b.hi[k]),
             "diff": _number(result.diff.estimate[k]),
             "diff_lo": _number(result.diff.lo[k]),

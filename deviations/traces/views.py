@@ -245,8 +245,11 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
             return HttpResponse(error, status=status, content_type="text/plain; charset=utf-8")
         return _table_response(rows, compare.FIELDS, fmt,
                                f"{series.name}-{query.base}-{query.new}")
+    # Milliseconds, as the release page's tables of many functions (exports stay in µs).
+    unit: charts.Unit = "ms"
     context = {
         "series": series, "query": query, "result": result, "rows": rows, "error": error,
+        "unit": unit, "unit_label": charts.UNIT_LABEL[unit],
         "releases": selectors.releases_with_counts(series),
         "fdr": compare.FDR, "min_change": series.min_relative_change,
         "min_change_us": series.min_absolute_change_us,

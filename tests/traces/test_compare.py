@@ -80,6 +80,16 @@ def test_compare_page_sorts_filters_and_exports(client: Client, demo_series: Ser
     by_name = client.get(URL, {"base": BASE, "new": NEW, "format": "json", "sort": "name"})
     names = [r["function"] for r in by_name.json()]
     assert names == sorted(names)
+    # Issue 23: durations' intervals stop at 0; the page reads in the unit of the other
+    # pages (the demo's medians are milliseconds); q-values are never "0.0000"; a change
+    # that is not significant is not called "unchanged".
+    assert all(r["base_lo"] >= 0 and r["new_lo"] >= 0 for r in data
+               if r["base_lo"] is not None and r["new_lo"] is not None)
+    assert "Diff (ms)</a> [95% CI]" in body
+    assert "(µs)" not in body
+    assert "0.0000" not in body
+    assert "<td>unchanged</td>" not in body
+    assert "<td>not significant</td>" in body
 
 
 def test_compare_page_without_releases_shows_the_form(client: Client, demo_series) -> None:
