@@ -72,12 +72,18 @@ def _check_triage(user: Any, alerts: list[Alert]) -> None:
     while it has none: ``deviations.core.access``)."""
     series = {a.group.family for a in alerts if a.detector == Alert.TRACE}
     probes = {a.subject for a in alerts if a.detector == Alert.HISTOGRAM}
+    canaries = {a.canary for a in alerts if a.detector == Alert.CANARY and a.canary}
     if not getattr(user, "is_authenticated", False):
         raise access.ForbiddenError("sign in or send an API token to triage")
     if series:
         access.check_write(user, Ownership.SERIES, sorted(series))
     if probes:
         access.check_write(user, Ownership.PROBE, sorted(probes))
+    if canaries:
+        from deviations.experiments.canaries.models import Canary
+
+        for canary in Canary.objects.filter(pk__in=[int(c) for c in canaries if c.isdigit()]):
+            access.check_canary(user, canary)
 
 
 def _user_named(username: str) -> Any:
@@ -128,6 +134,8 @@ def triage(
 def add_note(alert: Alert, user: Any, text: str) -> AlertNote:
     if not getattr(user, "is_authenticated", False):
         raise access.ForbiddenError("sign in to add a note")
+    # A note pins the alert (a noted alert is never withdrawn): a write, as triage.
+    _check_triage(user, [alert])
     if not text.strip():
         raise UserError("the note is empty")
     return AlertNote.objects.create(alert=alert, author=user, text=text.strip())

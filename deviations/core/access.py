@@ -1,4 +1,5 @@
-"""Who may write to a series or a probe (hardening #9); docs/deploy.md states the rules.
+"""Who may write to a series, a probe, a canary or an A/B host (hardening #9, issue 23);
+docs/deploy.md states the rules.
 
 - Staff and superusers may write to everything.
 - A series or probe with owners (``Ownership``) may be written to by its owners only.
@@ -27,8 +28,12 @@ class ForbiddenError(UserError):
     code = "forbidden"
 
 
+_LABELS = {Ownership.SERIES: "series", Ownership.PROBE: "probe",
+           Ownership.CANARY: "canary", Ownership.AB_HOST: "A/B host"}
+
+
 def _label(kind: str) -> str:
-    return "series" if kind == Ownership.SERIES else "probe"
+    return _LABELS[kind]
 
 
 def check_write(user: Any, kind: str, names: Iterable[str]) -> None:
@@ -58,6 +63,26 @@ def check_write(user: Any, kind: str, names: Iterable[str]) -> None:
                 f"{_label(kind)} {name!r} belongs to other users: ask one of its owners or "
                 "an administrator to add you"
             )
+
+
+def check_canary(user: Any, canary: Any) -> None:
+    """``ForbiddenError`` unless ``user`` may write to the canary (send batches, continue
+    it, triage or note its alert): as :func:`check_write`, owned by id (``Ownership`` of
+    kind canary, its creator's from creation), the token's scope matched on its name."""
+    if not getattr(user, "is_authenticated", False):
+        raise ForbiddenError("sign in or send an API token to write")
+    scope = getattr(user, "token_scope", "")
+    if scope and not fnmatch.fnmatchcase(canary.name, scope):
+        raise ForbiddenError(f"this token may write only to names matching {scope!r}, not to "
+                             f"canary {canary.name!r}")
+    if user.is_staff or user.is_superuser:
+        return
+    owners = set(Ownership.objects.filter(
+        kind=Ownership.CANARY, name_sha1=name_digest(str(canary.pk))
+    ).values_list("user_id", flat=True))
+    if owners and user.pk not in owners:
+        raise ForbiddenError(f"canary {canary.name!r} belongs to other users: ask one of its "
+                             "owners or an administrator to add you")
 
 
 def claim(user: Any, kind: str, names: Iterable[str]) -> None:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -43,6 +44,10 @@ def check_delete(user: Any, author_id: int | None, kind: str, name: str) -> None
     """``ForbiddenError`` unless ``user`` wrote the note, owns ``name`` or is staff."""
     if not getattr(user, "is_authenticated", False):
         raise access.ForbiddenError("sign in or send an API token to delete an annotation")
+    scope = getattr(user, "token_scope", "")
+    if scope and not fnmatch.fnmatchcase(name, scope):  # the token's scope bounds it first
+        raise access.ForbiddenError(
+            f"this token may write only to names matching {scope!r}, not to {name!r}")
     if user.is_staff or user.is_superuser or (author_id is not None and user.pk == author_id):
         return
     if Ownership.objects.filter(kind=kind, name_sha1=name_digest(name), user=user).exists():

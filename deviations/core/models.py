@@ -50,8 +50,9 @@ class Ownership(models.Model):
     shell access) have no owner until someone claims them by writing first.
     """
 
-    SERIES, PROBE = "series", "probe"
-    KINDS = [(SERIES, "trace series"), (PROBE, "histogram probe")]
+    SERIES, PROBE, CANARY, AB_HOST = "series", "probe", "canary", "abhost"
+    KINDS = [(SERIES, "trace series"), (PROBE, "histogram probe"), (CANARY, "canary (by id)"),
+             (AB_HOST, "A/B host")]
 
     kind = models.CharField(max_length=10, choices=KINDS)
     name = models.TextField()

@@ -9,7 +9,9 @@ from typing import Any
 
 from django.db import transaction
 
+from deviations.core import access
 from deviations.core.errors import UserError
+from deviations.core.models import Ownership
 from deviations.core.versions import SERIES_NAME_RE
 from deviations.experiments.ab import analysis
 from deviations.experiments.ab.models import AAFloorRecord, ABHost, ABRun
@@ -87,8 +89,15 @@ def store_upload(
     if aa is not None and host is None and ab is None:
         raise UserError("an A/A run alone must name its host: its floor is stored for it")
     user_id = user.pk if getattr(user, "is_authenticated", False) else None
+    if user is not None and host:
+        # A host's A/A floor decides what its A/B runs call "within floor": its owners
+        # (whoever uploaded to it first, and those they add) write to it (issue 23). The
+        # CLI (user None) needs shell access and is not checked.
+        access.check_write(user, Ownership.AB_HOST, [host.strip()])
     with transaction.atomic():
         h = get_host(host)
+        if h is not None and user is not None:
+            access.claim(user, Ownership.AB_HOST, [h.name])
         aa_run, moved = (None, []) if aa is None else _store_aa(aa, h, user_id)
         if ab is None:
             return Stored(None, aa_run, aa_run is not None, moved)
@@ -147,9 +156,25 @@ def _store_aa(aa: Any, host: ABHost | None, user_id: int | None) -> tuple[ABRun,
     return run, moved
 
 
-def set_min_change(run: ABRun, min_change_pct: float) -> ABRun:
+def check_run_write(user: Any, run: ABRun) -> None:
+    """Who may change a stored run: the owners of its host, or (no host) whoever uploaded
+    it; staff always (``core.access``)."""
+    if run.host_id is not None:
+        access.check_write(user, Ownership.AB_HOST, [run.host.name])
+        return
+    if not getattr(user, "is_authenticated", False):
+        raise access.ForbiddenError("sign in to change a run")
+    if user.is_staff or user.is_superuser or run.uploaded_by_id in (None, user.pk):
+        return
+    raise access.ForbiddenError("this run was uploaded by another user: only they or an "
+                                "administrator may change it")
+
+
+def set_min_change(run: ABRun, min_change_pct: float, user: Any = None) -> ABRun:
     """Re-analyse a stored A/B run against another smallest change that matters (same
-    floors as before)."""
+    floors as before). ``user``: checked with :func:`check_run_write` (None: the CLI)."""
+    if user is not None:
+        check_run_write(user, run)
     if run.kind != ABRun.AB:
         raise UserError("only an A/B run has a smallest change that matters")
     pct = _check_min_change(min_change_pct)

@@ -73,7 +73,7 @@ def set_min_change(request: HttpRequest, run_id: int) -> HttpResponse:
         pct = _pct(request.POST.get("min_change"))
         if pct is None:
             raise UserError("give the smallest change that matters, in % of A's mean")
-        services.set_min_change(run, pct)
+        services.set_min_change(run, pct, request.user)
     except UserError as exc:
         return HttpResponse(exc.message, status=exc.status, content_type="text/plain")
     return redirect("ab:run", run_id=run.pk)

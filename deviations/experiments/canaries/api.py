@@ -9,6 +9,7 @@ from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
 
+from deviations.core import access
 from deviations.core.api import ErrorOut, TokenAuth
 from deviations.experiments.canaries import selectors, services
 from deviations.experiments.canaries.models import Canary
@@ -118,7 +119,8 @@ def status(request: HttpRequest, canary_id: int, change: float | None = None) ->
 
 @router.post(
     "/{canary_id}/observations", auth=TokenAuth(),
-    response={202: BatchOut, 200: BatchOut, 400: ErrorOut, 404: ErrorOut, 409: ErrorOut},
+    response={202: BatchOut, 200: BatchOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut,
+              409: ErrorOut},
     summary="Send a batch of observations of one arm",
 )
 def observations(request: HttpRequest, canary_id: int, body: BatchIn) -> Status[dict[str, Any]]:
@@ -126,6 +128,7 @@ def observations(request: HttpRequest, canary_id: int, body: BatchIn) -> Status[
     ``"timestamps"`` instead). Stored whole or refused whole; 202 when new (the state is
     updated by a task), 200 for a batch id already received with the same data, 409 for
     a used id with other data or a canary that has decided."""
+    access.check_canary(request.auth, _canary(canary_id))
     receipt = services.receive_batch(
         canary_id, body.batch, body.arm, body.values, body.timestamps
     )
@@ -135,10 +138,12 @@ def observations(request: HttpRequest, canary_id: int, body: BatchIn) -> Status[
     })
 
 
-@router.post("/{canary_id}/continue", auth=TokenAuth(), response={200: StatusOut},
+@router.post("/{canary_id}/continue", auth=TokenAuth(),
+             response={200: StatusOut, 403: ErrorOut},
              summary="Take observations again after the decision")
 def continue_(request: HttpRequest, canary_id: int) -> Status[dict[str, Any]]:
     canary = _canary(canary_id)
+    access.check_canary(request.auth, canary)
     services.continue_canary(canary)
     return Status(200, _status(canary))
 

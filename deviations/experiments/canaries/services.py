@@ -18,8 +18,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from deviations.alerts.services import speaks_for
+from deviations.core import access
 from deviations.core.access import ForbiddenError
 from deviations.core.errors import UserError
+from deviations.core.models import Ownership
 from deviations.core.packing import pack
 from deviations.core.queue import enqueue
 from deviations.experiments.canaries import tasks
@@ -112,6 +114,9 @@ def create_canary(
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         CanaryState.objects.create(canary=canary)
+        # Its creator owns it: only owners (and staff) send batches, continue it, triage
+        # its alert (core.access.check_canary; issue 23).
+        access.claim(user, Ownership.CANARY, [str(canary.pk)])
     return canary
 
 

@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from deviations.core import access
 from deviations.core.errors import UserError
 from deviations.core.forms import form_error
 from deviations.experiments.canaries import charts, selectors, services
@@ -85,6 +86,10 @@ def canary_live(request: HttpRequest, canary_id: int) -> JsonResponse:
 @require_POST
 def canary_continue(request: HttpRequest, canary_id: int) -> HttpResponse:
     canary = get_object_or_404(Canary, pk=canary_id)
+    try:
+        access.check_canary(request.user, canary)
+    except UserError as exc:
+        return HttpResponse(exc.message, status=exc.status, content_type="text/plain")
     services.continue_canary(canary)
     return redirect(canary)
 
