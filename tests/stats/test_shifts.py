@@ -319,3 +319,18 @@ def test_bad_input_is_refused():
         shift_verdicts(np.ones((1, 3, 2)), alpha=1e-3, early_alpha=1e-2)
     with pytest.raises(ValueError, match="outside"):
         shift_verdicts(np.ones((1, 3, 2)), boundaries=[5])
+
+
+def test_the_run_tests_skipped_where_the_release_test_decides_change_no_verdict():
+    """Where Student's t of the releases is above the level at a boundary that is no change
+    point, the run tests are not computed: the verdicts and every significant p-value
+    equal those of computing all three tests (forced here by a level above every p)."""
+    rng = np.random.default_rng(23)
+    x = rng.lognormal(0, 0.2, (200, 30, 5)) * np.exp(rng.normal(0, 0.03, (200, 30, 1))) * 100
+    x[:60, 15:] *= rng.choice([0.8, 1.2, 1.5], 60)[:, None, None]
+    fast = shift_verdicts(x)
+    full = shift_verdicts(x, alpha=1 - 1e-12, early_alpha=1e-6)  # every row tested
+    significant = fast.p_value <= 1e-3
+    np.testing.assert_allclose(fast.p_value[significant], full.p_value[significant])
+    # With every test computed, a row the release test left above the level stays above it.
+    assert np.all(full.p_value[~significant & ~fast.change] > 1e-3 - 1e-15)

@@ -193,7 +193,9 @@ class Shifts:
     p_value : ndarray of float64
         Two-sided p-value of the level after against the level before: the largest of
         Mann–Whitney's and Brunner–Munzel's on the runs (variance scaled by the design
-        effect) and Student's t on the releases' mean ranks.
+        effect) and Student's t on the releases' mean ranks; where the last is above
+        ``alpha`` at a boundary that is no change point, that p-value alone (the run
+        tests cannot change the verdict, and are not computed).
     diff, diff_lo, diff_hi : ndarray of float64
         Hodges–Lehmann shift (later − earlier) between the releases' medians of the two
         levels and its Moses confidence interval, in the samples' unit.
@@ -649,20 +651,31 @@ def shift_verdicts(
             left.sort(axis=1)
             right.sort(axis=1)
             cut = cuts[:, k]
-            # Only a change point can become a deviation: the exact p-value given ties
-            # (a dynamic programme per row) is computed where it decides one.
-            pooled = np.empty((F, left.shape[1] + right.shape[1]))
-            _, p_mw, _ = _mann_whitney_rows(left, right, exact_rows=cut, pooled_ranks=pooled)
-            # Both Mann–Whitney (exact for small samples) and Brunner–Munzel (valid when
-            # the spread changes too) must reject: the larger p-value is the test's.
-            p_bm = _brunner_munzel_rows(left, right, pooled=pooled, presorted=True)
-            p = np.where(np.isnan(p_bm), p_mw, np.fmax(p_mw, p_bm))
-            # Runs of a release are not independent: the variance grows by the design
-            # effect, and the interval widens with it (the same inversion of the test).
-            p = _deflated(p, effect)
-            # ...and the releases, each one observation, must differ too (Student's t of
-            # their mean ranks: jitter of whole releases is in its variance).
-            p = np.where(np.isnan(p_rel), p, np.fmax(p, p_rel))
+            # The three tests must all reject: where the release test alone is above the
+            # level (most rows of a window without a change), the boundary is not
+            # significant whatever the run tests say, and its p-value is the release
+            # test's; the run tests are computed for the other rows only (they cost half of
+            # an incremental analysis: docs/architecture.md).
+            need = cut | ~(p_rel > alpha)
+            rows = np.flatnonzero(need)
+            p = p_rel.copy()
+            if len(rows):
+                sub_l, sub_r = left[rows], right[rows]
+                # Only a change point can become a deviation: the exact p-value given ties
+                # (a dynamic programme per row) is computed where it decides one.
+                pooled = np.empty((len(rows), left.shape[1] + right.shape[1]))
+                _, p_mw, _ = _mann_whitney_rows(sub_l, sub_r, exact_rows=cut[rows],
+                                                pooled_ranks=pooled)
+                # Both Mann–Whitney (exact for small samples) and Brunner–Munzel (valid
+                # when the spread changes too) must reject: the larger p-value counts.
+                p_bm = _brunner_munzel_rows(sub_l, sub_r, pooled=pooled, presorted=True)
+                p_runs = np.where(np.isnan(p_bm), p_mw, np.fmax(p_mw, p_bm))
+                # Runs of a release are not independent: the variance grows by the design
+                # effect, and the interval widens with it (the same inversion of the test).
+                p_runs = _deflated(p_runs, effect[rows])
+                # ...and the releases, each one observation, must differ too (Student's t
+                # of their mean ranks: jitter of whole releases is in its variance).
+                p[rows] = np.where(np.isnan(p_rel[rows]), p_runs, np.fmax(p_runs, p_rel[rows]))
             est, d_lo, d_hi = _shift_intervals(left_rel, right_rel, confidence)
             med_left = _median_rows(left_rel)
             nl, nr = np.sum(~np.isnan(left), axis=1), np.sum(~np.isnan(right), axis=1)
