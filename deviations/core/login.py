@@ -1,15 +1,21 @@
-"""The login page, throttled: repeated wrong passwords for a user name, or from an address,
-lock further attempts for a while (hardening #11).
+"""The login page, throttled: repeated wrong passwords for an account lock further
+attempts at it for a while (hardening #11, issue 23).
 
 Failures are counted in the cache (Redis in the distributed form, so every web process
-sees them) per user name and per client address; ``LOGIN_FAILURES_ALLOWED`` within
-``LOGIN_FAILURE_WINDOW`` seconds lock that name or address until the window ends, even with
-the right password. A success clears the name's count.
+sees them) per account and client address together: ``LOGIN_FAILURES_ALLOWED`` within
+``LOGIN_FAILURE_WINDOW`` seconds lock that user name from that address until the window
+ends, even with the right password; a success clears the count. Behind a proxy every
+visitor has the proxy's address, so an address alone is never locked (one user mistyping
+locked everyone out, administrators included). A user name is also locked from every
+address after ``LOGIN_FAILURES_ALLOWED × 4`` failures from anywhere (guessing from many
+addresses). When the cache is down the login works unthrottled, with a warning in the log
+(every login answered 500 while Redis was down).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -20,26 +26,45 @@ from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 
 
+log = logging.getLogger(__name__)
+
+#: A user name is locked from every address after this many times the per-address limit.
+ANYWHERE = 4
+
+
 def _keys(request: HttpRequest) -> list[str]:
+    """The (user name, address) key, then the user name's key."""
     name = request.POST.get("username", "").strip().lower()
     address = request.META.get("REMOTE_ADDR", "")
-    digest = hashlib.sha256(name.encode()).hexdigest()[:32]
-    return [f"login-fail:user:{digest}", f"login-fail:addr:{address}"]
+    pair = hashlib.sha256(f"{name}\x00{address}".encode()).hexdigest()[:32]
+    user = hashlib.sha256(name.encode()).hexdigest()[:32]
+    return [f"login-fail:pair:{pair}", f"login-fail:user:{user}"]
 
 
 def _locked(keys: list[str]) -> bool:
-    counts = cache.get_many(keys)
-    return any(n >= settings.LOGIN_FAILURES_ALLOWED for n in counts.values())
+    try:
+        counts = cache.get_many(keys)
+    except Exception:  # noqa: BLE001  # any cache error: log in unthrottled, never a 500
+        log.warning("login throttle: the cache is unavailable; login not throttled",
+                    exc_info=True)
+        return False
+    limits = {keys[0]: settings.LOGIN_FAILURES_ALLOWED,
+              keys[1]: settings.LOGIN_FAILURES_ALLOWED * ANYWHERE}
+    return any(n >= limits[k] for k, n in counts.items())
 
 
 def _count_failure(keys: list[str]) -> None:
-    for key in keys:
-        if cache.add(key, 1, timeout=settings.LOGIN_FAILURE_WINDOW):
-            continue
-        try:
-            cache.incr(key)
-        except ValueError:  # expired between add and incr
-            cache.add(key, 1, timeout=settings.LOGIN_FAILURE_WINDOW)
+    try:
+        for key in keys:
+            if cache.add(key, 1, timeout=settings.LOGIN_FAILURE_WINDOW):
+                continue
+            try:
+                cache.incr(key)
+            except ValueError:  # expired between add and incr
+                cache.add(key, 1, timeout=settings.LOGIN_FAILURE_WINDOW)
+    except Exception:  # noqa: BLE001
+        log.warning("login throttle: the cache is unavailable; failure not counted",
+                    exc_info=True)
 
 
 def throttled(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -67,7 +92,10 @@ def _locked_message() -> str:
 
 def _record(keys: list[str], response: HttpResponse) -> None:
     if response.status_code == 302:
-        cache.delete(keys[0])
+        try:
+            cache.delete(keys[0])
+        except Exception:  # noqa: BLE001
+            log.warning("login throttle: the cache is unavailable", exc_info=True)
     else:
         _count_failure(keys)
 

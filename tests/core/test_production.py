@@ -65,15 +65,43 @@ def test_admin_login_is_throttled_too(client: Any, user: Any, settings: Any) -> 
     settings.LOGIN_FAILURES_ALLOWED = 3
     for _ in range(3):
         client.post("/admin/login/", {"username": "alice", "password": "wrong"})
-    assert client.post("/admin/login/", {"username": "x", "password": "y"}).status_code == 429
+    assert client.post("/admin/login/", {"username": "alice", "password": "y"}).status_code \
+        == 429
 
 
-def test_a_success_resets_the_name_count(client: Any, user: Any, settings: Any) -> None:
+def test_one_user_mistyping_behind_a_proxy_locks_no_one_else(
+    client: Any, user: Any, settings: Any
+) -> None:
+    """Issue 23: every visitor behind a proxy has its address; the throttle counts the
+    account at that address, so bob (and the administrators) still log in."""
     settings.LOGIN_FAILURES_ALLOWED = 3
-    for _ in range(2):
+    get_user_model().objects.create_user("bob", password="bobs-password")
+    for _ in range(3):
         client.post("/accounts/login/", {"username": "alice", "password": "wrong"})
     assert client.post("/accounts/login/", {"username": "alice", "password": "right-password"}
+                       ).status_code == 429
+    assert client.post("/accounts/login/", {"username": "bob", "password": "bobs-password"}
                        ).status_code == 302
+    # Guessing one account from many addresses locks it everywhere, at 4 times the limit.
+    for k in range(3 * 4):
+        client.post("/accounts/login/", {"username": "carol", "password": "x"},
+                    REMOTE_ADDR=f"10.0.0.{k}")
+    assert client.post("/accounts/login/", {"username": "carol", "password": "x"},
+                       REMOTE_ADDR="10.9.9.9").status_code == 429
+
+
+def test_login_works_while_the_cache_is_down(client: Any, user: Any, monkeypatch: Any) -> None:
+    """Issue 23: every login answered 500 while Redis was down; now it logs in,
+    unthrottled, with a warning in the log."""
+    from django.core.cache.backends.redis import RedisCache
+
+    from deviations.core import login
+
+    monkeypatch.setattr(login, "cache", RedisCache("redis://127.0.0.1:1/0", {}))
+    bad = client.post("/accounts/login/", {"username": "alice", "password": "wrong"})
+    assert bad.status_code == 200
+    ok = client.post("/accounts/login/", {"username": "alice", "password": "right-password"})
+    assert ok.status_code == 302
 
 
 @pytest.mark.django_db
