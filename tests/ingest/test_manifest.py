@@ -27,7 +27,14 @@ def test_a_manifest_ingests_several_releases_at_once(tmp_path: Path) -> None:
     for k in range(4):
         _trace(tmp_path / "runs" / f"r{k}.json", k)
     manifest = tmp_path / "runs.csv"
-    manifest.write_text("release,file,order\n1.0,runs/r0.json,\n1.0,runs/r1.json,\n"
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text("release,file,order\n1.0,runs/r0.json,\n1.0,runs/r1.json,\n"
+                     "deadbeef,runs/r2.json,2\ndeadbeef,runs/r3.json,2\n")
+    with pytest.raises(CommandError, match="gives an order to 1 release.s. and none to 1"):
+        call_command("ingest_traces", "--series", "web", "--manifest", str(mixed),
+                     stdout=io.StringIO())
+    assert not Release.objects.exists()  # refused before anything was created
+    manifest.write_text("release,file,order\n1.0,runs/r0.json,1\n1.0,runs/r1.json,1\n"
                         "deadbeef,runs/r2.json,2\ndeadbeef,runs/r3.json,2\n")
     out = io.StringIO()
     call_command("ingest_traces", "--series", "web", "--manifest", str(manifest), stdout=out)

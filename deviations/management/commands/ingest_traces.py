@@ -74,6 +74,14 @@ class Command(base.Command):
         except IngestError as exc:
             raise CommandError(str(exc)) from exc
         entries = self._entries(opts)
+        if not opts["release"]:
+            with_order = {e.release for e in entries if e.order is not None}
+            without = {e.release for e in entries if e.order is None}
+            if with_order and without:  # checked before any release is created
+                raise CommandError(
+                    f"the manifest gives an order to {len(with_order)} release(s) and none to "
+                    f"{len(without)} (e.g. {sorted(without)[0]!r}): a series places all its "
+                    "releases by order or all by version")
         releases: dict[str, Any] = {}
         try:  # every release checked (and created) before any file is read
             for entry in entries:
