@@ -5,7 +5,7 @@ from django.urls import include, path
 
 from deviations.api import api
 from deviations.core import views as core_views
-from deviations.core.login import ThrottledLoginView
+from deviations.core.login import ThrottledLoginView, ThrottledPasswordResetView
 
 urlpatterns = [
     path("", include("deviations.traces.urls")),
@@ -18,6 +18,8 @@ urlpatterns = [
     path("tokens/", core_views.tokens, name="tokens"),
     path("tokens/<int:token_id>/revoke/", core_views.revoke, name="revoke_token"),
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
+    path("accounts/password_reset/", ThrottledPasswordResetView.as_view(),
+         name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -21,6 +21,8 @@ by ``send_digests`` (the ``send-alert-digests`` beat entry, daily).
 from __future__ import annotations
 
 import logging
+import re
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -209,19 +211,40 @@ def speaks_for(user: Any, email: str) -> bool:
     return bool(own and own == normalise_email(email)) or bool(user.is_staff)
 
 
+#: Confirmation emails one user may cause to other addresses per hour, and all visitors who
+#: are not signed in together (issue 23: they were unlimited, to any address, with the
+#: caller's pattern in them).
+CONFIRMATIONS_PER_HOUR = 10
+ANONYMOUS_CONFIRMATIONS_PER_HOUR = 30
+#: A pattern of probes that goes into a confirmation email: probe-name characters and globs.
+_PROBE_PATTERN = re.compile(r"[A-Za-z0-9_.:*?\[\]/-]{1,200}")
+
+
 def request_subscription(
     email: str, pattern: str, *, target: str, digest: bool, user: Any
 ) -> Subscription:
     """Someone else's address: store the wish as pending (an active or unsubscribed row of
-    the address is left as it is) and email the address a link that confirms it."""
+    the address is left as it is) and email the address a link that confirms it: once per
+    (address, target, pattern), and at most :data:`CONFIRMATIONS_PER_HOUR` a user."""
     email, pattern = normalise_email(email), pattern.strip()
+    if target == Subscription.HISTOGRAM and not _PROBE_PATTERN.fullmatch(pattern):
+        raise UserError("a probe pattern for someone else's address holds letters, digits and "
+                        "_ . : - / * ? [ ] only, at most 200 (it is written in their email)")
+    owner = user if getattr(user, "is_authenticated", False) else None
+    if Subscription.objects.filter(email=email, target=target, pattern=pattern).exists():
+        return Subscription.objects.get(email=email, target=target, pattern=pattern)
+    recent = Subscription.objects.filter(
+        pending=True, user=owner, created__gte=timezone.now() - timedelta(hours=1)).count()
+    if recent >= (CONFIRMATIONS_PER_HOUR if owner else ANONYMOUS_CONFIRMATIONS_PER_HOUR):
+        raise UserError(f"at most {CONFIRMATIONS_PER_HOUR} confirmation emails an hour to "
+                        "other addresses: try again later, or ask them to subscribe",
+                        status=429, code="throttled")
     sub, created = Subscription.objects.get_or_create(
         email=email, target=target, pattern=pattern,
-        defaults={"active": False, "pending": True, "digest": digest,
-                  "user": user if getattr(user, "is_authenticated", False) else None},
+        defaults={"active": False, "pending": True, "digest": digest, "user": owner},
     )
-    if not sub.pending:
-        return sub  # the address already decided: subscribed, or unsubscribed
+    if not created or not sub.pending:
+        return sub  # asked before (its one email went then), or the address decided
     token = signing.dumps([email, target, pattern, digest], salt=_CONFIRM_SALT, compress=True)
     url = site_url(reverse("histograms:confirm", args=[token]))
     who = getattr(user, "get_username", lambda: "someone")()

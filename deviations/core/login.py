@@ -23,7 +23,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.core.cache import cache
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 
 log = logging.getLogger(__name__)
@@ -110,3 +110,34 @@ class ThrottledLoginView(auth_views.LoginView):
         response = super().post(request, *args, **kwargs)
         _record(keys, response)
         return response
+
+
+#: Password reset emails: one an address per window, and ``RESETS_PER_ADDRESS`` requests a
+#: client address per window (issue 23: unthrottled, any number of emails to an address).
+RESETS_PER_ADDRESS = 10
+
+
+class ThrottledPasswordResetView(auth_views.PasswordResetView):
+    """Django's reset page, sending at most one email an address per
+    ``LOGIN_FAILURE_WINDOW``; a client asking too often gets 429. The page answers the
+    same whether the address is known or not (no account enumeration), and works
+    unthrottled while the cache is down."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        client = f"reset:client:{request.META.get('REMOTE_ADDR', '')}"
+        email = request.POST.get("email", "").strip().lower()
+        target = "reset:email:" + hashlib.sha256(email.encode()).hexdigest()[:32]
+        window = settings.LOGIN_FAILURE_WINDOW
+        try:
+            if not cache.add(client, 1, timeout=window):
+                if cache.incr(client) > RESETS_PER_ADDRESS:
+                    minutes = max(1, window // 60)
+                    return HttpResponse(f"Too many password resets: try again in {minutes} "
+                                        "minutes.", status=429, content_type="text/plain")
+            first = cache.add(target, 1, timeout=window)
+        except Exception:  # noqa: BLE001
+            log.warning("password reset throttle: the cache is unavailable", exc_info=True)
+            first = True
+        if not first:  # an email went to this address in this window: say the same, send none
+            return HttpResponseRedirect(self.get_success_url())
+        return super().post(request, *args, **kwargs)

@@ -110,3 +110,38 @@ def test_confirmation_links_expire(client: Any, mallory) -> None:
         response = client.post(f"/histograms/confirm/{token}/")
     assert response.status_code == 400
     assert not Subscription.objects.get(email=VICTIM).active
+
+
+def test_confirmation_emails_are_few_and_carry_no_chosen_text(mallory) -> None:
+    """Issue 23: confirmation emails went to any address, again and again, with the
+    caller's pattern (any text) in them."""
+    for _ in range(3):  # the same request again sends nothing more
+        alerts.validated_subscribe(VICTIM, "GC_*", Subscription.HISTOGRAM, False, mallory)
+    assert len(mail.outbox) == 1
+    with pytest.raises(alerts.UserError, match="probe pattern for someone else"):
+        alerts.validated_subscribe("x@example.org", "Win a prize! http://evil",
+                                   Subscription.HISTOGRAM, False, mallory)
+    for k in range(alerts.CONFIRMATIONS_PER_HOUR - 1):
+        alerts.validated_subscribe(f"v{k}@example.org", "GC_*", Subscription.HISTOGRAM, False,
+                                   mallory)
+    with pytest.raises(alerts.UserError, match="at most 10 confirmation emails an hour") as got:
+        alerts.validated_subscribe("one-more@example.org", "GC_*", Subscription.HISTOGRAM,
+                                   False, mallory)
+    assert got.value.status == 429
+    assert len(mail.outbox) == alerts.CONFIRMATIONS_PER_HOUR
+
+
+def test_password_resets_are_throttled(client: Any) -> None:
+    """Issue 23: password reset emails were unthrottled."""
+    get_user_model().objects.create_user("v", VICTIM, "pw")
+    from django.core.cache import cache
+
+    cache.clear()
+    for _ in range(3):
+        assert client.post("/accounts/password_reset/", {"email": VICTIM}).status_code == 302
+    assert len(mail.outbox) == 1  # one email an address per window
+    for k in range(12):
+        client.post("/accounts/password_reset/", {"email": f"n{k}@example.org"})
+    blocked = client.post("/accounts/password_reset/", {"email": "last@example.org"})
+    assert blocked.status_code == 429
+    cache.clear()
