@@ -25,7 +25,6 @@ from django.contrib.auth import views as auth_views
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
-
 log = logging.getLogger(__name__)
 
 #: A user name is locked from every address after this many times the per-address limit.
