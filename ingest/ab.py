@@ -153,6 +153,12 @@ def _name(value: Any, what: str, where: str, label: str) -> str:
     return text
 
 
+#: The largest magnitude of a value: far beyond any latency, throughput or score, far below
+#: where a sum of squares of a few thousand overflows (issue 23: such files parsed, then the
+#: analysis crashed).
+MAX_ABS_VALUE = 1e12
+
+
 def _number(value: Any, where: str, label: str) -> float:
     if isinstance(value, bool):
         raise ABFormatError(f"{label}: {where}: value {value!r} is not a number")
@@ -163,6 +169,8 @@ def _number(value: Any, where: str, label: str) -> float:
         raise ABFormatError(f"{label}: {where}: value {value!r} is not a number") from None
     if not math.isfinite(x):
         raise ABFormatError(f"{label}: {where}: value {value!r} is not a finite number")
+    if abs(x) > MAX_ABS_VALUE:
+        raise ABFormatError(f"{label}: {where}: value {value!r} is beyond ±{MAX_ABS_VALUE:g}")
     return x
 
 

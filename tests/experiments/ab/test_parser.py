@@ -68,6 +68,7 @@ def test_several_candidates_and_named_baseline():
     (b"slice,build,value\n0,A,1\n", "run.csv: line 1: the header needs the columns"),
     (b"slice,build,metric,value\n0,A,p99,abc\n", "run.csv: line 2: value 'abc' is not a number"),
     (b"slice,build,metric,value\n0,A,p99,nan\n", "not a finite number"),
+    (b"slice,build,metric,value\n0,A,p99,1e300\n", "is beyond ±1e+12"),
     (b"slice,build,metric,value\n0,A,p99,1\n1,A,p99,2\n", "only build 'A'"),
     (b"slice,build,metric,value\n0,A,p99,1\n0,B,p99,2\n1,A,p99,2\n",
      "metric 'p99', slice '1': build 'B' is missing (have: A)"),
