@@ -67,11 +67,25 @@ def alert_list(request: HttpRequest) -> HttpResponse:
 
 def group_detail(request: HttpRequest, group_id: int) -> HttpResponse:
     group = get_object_or_404(AlertGroup, pk=group_id)
+    return _group_page(request, group)
+
+
+def _group_page(request: HttpRequest, group: AlertGroup, *, error: str = "",
+                status: int = 200) -> HttpResponse:
+    """The group's page; after a refused triage, with the reason and the form as sent."""
+    from django.contrib.auth import get_user_model
+
+    posted = request.POST if error else {}
     return render(request, "alerts/group.html", {
         "group": group, "alerts": selectors.group_alerts(group),
         "links": selectors.group_links(group), "statuses": Alert.STATUSES,
-        "error": request.GET.get("error", "")[:300],
-    })
+        "error": error, "posted": posted,
+        "chosen": {int(v) for v in request.POST.getlist("alert") if v.isdigit()} if error
+        else set(),
+        # Who can be assigned: a list the assignee field offers (it stays free text).
+        "users": get_user_model().objects.filter(is_active=True).order_by("username")
+        .values_list("username", flat=True)[:500],
+    }, status=status)
 
 
 @login_required
@@ -94,7 +108,7 @@ def group_triage(request: HttpRequest, group_id: int) -> HttpResponse:
             note=request.POST.get("note", ""),
         )
     except UserError as exc:
-        return HttpResponse(exc.message, status=exc.status, content_type="text/plain")
+        return _group_page(request, group, error=exc.message, status=exc.status)
     return redirect(back)
 
 

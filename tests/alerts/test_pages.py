@@ -273,3 +273,26 @@ def test_triaging_a_group_in_the_browser_changes_every_alert(page: Any) -> None:
         ("acknowledged", "https://bugs.example.org/42")}
     page.goto("/")
     assert page.locator(f"#home-groups tr[data-group='{group.pk}']").count() == 0
+
+
+@pytest.mark.django_db
+def test_a_refused_triage_keeps_the_form_and_names_the_reason(client, demo_alerts, alice) -> None:
+    """Issue 23: triage errors were bare text 400 pages and the form was lost; the
+    assignee field offers the users."""
+    group = paint_group()
+    ids = list(group.alerts.values_list("pk", flat=True))
+    client.force_login(alice)
+    url = f"/alerts/groups/{group.pk}/triage/"
+    response = client.post(url, {"alert": ids[:1], "status": "acknowledged",
+                                 "assignee": "nobody", "note": "kept <b>text</b>"})
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert '<p class="error" id="triage-error">Not applied: no user named' in page
+    assert f'value="{ids[0]}" aria-label="select alert {ids[0]}" checked' in page
+    assert '<option value="acknowledged" selected>' in page
+    assert 'value="kept &lt;b&gt;text&lt;/b&gt;"' in page
+    assert '<datalist id="assignees"><option value="alice">' in page
+    nothing = client.post(url, {"status": "fixed"})
+    assert nothing.status_code == 400
+    assert "select at least one alert" in nothing.content.decode()
+    assert set(group.alerts.values_list("status", flat=True)) == {"new"}
