@@ -19,9 +19,11 @@ def plotly_text(s: object) -> str:
     """``s`` as text Plotly shows literally: ``& < > " '`` become entities.
 
     Plotly decodes these entities when it renders, so the user sees the original
-    characters while no tag (``<b>``, ``<a href>``, ``<img>``) is ever interpreted.
+    characters while no tag (``<b>``, ``<a href>``, ``<img>``) is ever interpreted. Quotes
+    become numeric entities: Plotly's table of named ones lacks ``&quot;`` (tick labels
+    showed it literally; issue 23), while it decodes every ``&#NN;``.
     """
-    return escape(str(s), quote=True)
+    return escape(str(s), quote=False).replace('"', "&#34;").replace("'", "&#39;")
 
 
 def one_line(s: object) -> str:

@@ -11,7 +11,7 @@ from deviations.core.text import csv_cell, one_line, plotly_text
 
 
 def test_plotly_text_escapes_markup_and_quotes() -> None:
-    assert plotly_text("<b onclick='x'>&\"") == "&lt;b onclick=&#x27;x&#x27;&gt;&amp;&quot;"
+    assert plotly_text("<b onclick='x'>&\"") == "&lt;b onclick=&#39;x&#39;&gt;&amp;&#34;"
 
 
 @pytest.mark.parametrize(

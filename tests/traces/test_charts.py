@@ -249,7 +249,7 @@ def test_matrix_rejects_bad_input(
 
 def test_plotly_text_escapes_markup() -> None:
     assert charts.plotly_text(EVIL_FUNCTION) == "&lt;img src=x onerror=alert(1)&gt;"
-    assert charts.plotly_text('a & "b" <br>') == "a &amp; &quot;b&quot; &lt;br&gt;"
+    assert charts.plotly_text('a & "b" <br>') == "a &amp; &#34;b&#34; &lt;br&gt;"
     assert charts.plotly_text("&lt;") == "&amp;lt;"  # already-escaped text stays literal
     assert charts.plotly_text(56) == "56"
 

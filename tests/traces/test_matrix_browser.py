@@ -209,3 +209,20 @@ def test_webgl_matrix_loads_the_full_bundle(
     text, _ = hover(page, "regression", "Paint", "Paint")
     assert "1.0 → 1.1" in text
     page.screenshot(path=str(ARTIFACTS / "matrix-webgl.png"), full_page=True)
+
+
+def test_names_with_quotes_read_as_written_on_the_axes(page: Any, tmp_path: Path) -> None:
+    """Issue 23: tick labels showed &quot; and &#x27; for names with quotes."""
+    quoted = """Say "hi" & it's <fine>"""
+    for version, durations in {"1.0": [100, 102, 98], "1.1": [400, 410, 395]}.items():
+        files = []
+        for k, dur in enumerate(durations):
+            path = tmp_path / f"q{version}-{k}.json"
+            path.write_text(json.dumps(renderer_events([(quoted, 0, dur)])))
+            files.append(str(path))
+        call_command("ingest_traces", "--series", "quotes", "--release", version, *files,
+                     stdout=io.StringIO())
+    page.goto("/series/quotes/?rule=paper")
+    page.locator("#matrix[data-rendered=true]").wait_for()
+    ticks = page.locator("#matrix .ytick text").all_text_contents()
+    assert ticks == [quoted]
