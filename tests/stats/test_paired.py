@@ -243,7 +243,11 @@ def test_result_line_wording_rules():
     throughput = result_line(
         _result(2.0, 1.5, 2.5, n=1), metric="throughput", unit="%", direction="higher_is_better"
     )
-    assert throughput.startswith("B is 2.00% faster at throughput")
+    # A throughput is higher or lower, not faster (issue 23: "41.13 rps faster").
+    assert throughput.startswith("B is 2.00% higher (better) at throughput")
+    lower = result_line(_result(-2.0, -2.5, -1.5), metric="rps", unit="rps",
+                        direction="higher_is_better")
+    assert lower.startswith("B is 2.00 rps lower (worse) at rps")
     assert "n=1 slice pair)" in throughput
 
 

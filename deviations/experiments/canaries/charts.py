@@ -39,7 +39,9 @@ def pvalue_figure(points: list[tuple[int, int, float, float]], alpha: float) -> 
         "layout": {
             "title": {"text": "Sequential p-value"},
             "xaxis": {"title": {"text": "observations (A + B)"}, "rangemode": "tozero"},
-            "yaxis": {"title": {"text": "p-value"}, "type": "log", "range": [-4, 0.05]},
+            # Powers of ten, not SI prefixes: a p-value of 1e-4 is not "100µ" (issue 23).
+            "yaxis": {"title": {"text": "p-value"}, "type": "log", "range": [-4, 0.05],
+                      "exponentformat": "power"},
             "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": alpha,
                         "y1": alpha, "line": {"dash": "dash", "color": "#c0392b"}}],
             "annotations": [{"xref": "paper", "x": 1, "y": math.log10(alpha), "yanchor": "bottom",

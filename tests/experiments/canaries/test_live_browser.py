@@ -28,7 +28,20 @@ def test_live_page_sees_the_decision_change(page: Any, api: Client) -> None:
             assert response.status_code == 202, response.content
 
     send(0, 0.0)
+    # Signed in (the controls are for signed-in users; ci created the canary: its owner).
+    from django.contrib.auth import get_user_model
+
+    ci = get_user_model().objects.get(username="ci")
+    ci.set_password("ci-password")
+    ci.save()
+    page.goto("/accounts/login/")
+    page.fill("#id_username", "ci")
+    page.fill("#id_password", "ci-password")
+    page.click("form button[type=submit], form input[type=submit]")
+    page.wait_for_load_state()
     page.goto(f"/canaries/{made['id']}/")
+    assert page.locator("#subscribe-form").is_visible()  # while it has not decided
+    assert not page.locator("#continue-form").is_visible()
     headline = page.locator("#headline")
     assert headline.text_content() == "keep going"
     assert page.locator("#n-a").text_content() == "500"
@@ -48,6 +61,9 @@ def test_live_page_sees_the_decision_change(page: Any, api: Client) -> None:
     assert headline.text_content() == "regression"
     assert page.locator("#decision").text_content() == "reject"
     assert "Decided: no more observations" in page.locator("#accepting").text_content()
+    # Without a reload: Continue is offered, the email offer is gone (issue 23).
+    assert page.locator("#continue-form").is_visible()
+    assert not page.locator("#subscribe-form").is_visible()
     words = page.locator("#words li").all_text_contents()
     assert words[0].startswith("B's values are larger than A's")
     assert words[1].startswith("the median ")

@@ -324,3 +324,12 @@ def test_a_refused_batch_stores_nothing_and_queues_nothing(
     # numbers of any numeric type are taken, whole
     assert services.receive_batch(canary.pk, "ints", "A", np.arange(3)).n == 3
     assert services.receive_batch(canary.pk, "mixed", "A", [1, 2.5, 3]).n == 3
+
+
+def test_the_p_value_axis_reads_in_powers_of_ten() -> None:
+    """Issue 23: the axis labelled a p-value of 1e-4 "100µ" (Plotly's SI prefixes)."""
+    from deviations.experiments.canaries import charts
+
+    figure = charts.pvalue_figure([(1, 100, 0.5, 0.01), (2, 200, 0.001, 0.0001)], 0.05)
+    assert figure["layout"]["yaxis"]["exponentformat"] == "power"
+    assert figure["layout"]["yaxis"]["type"] == "log"
