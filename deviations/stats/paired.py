@@ -748,7 +748,8 @@ def result_line(
     """Seed 002's four-number result line: estimate, CI, A/A floor, slice count.
 
     ``"B is 0.93 ms faster at p99 (95% CI [-1.01, -0.85]; A/A floor ±0.07; n=15 slice
-    pairs)"``; a higher-is-better metric reads ``"B is 41.13 rps higher (better) at …"``. The CI is printed as signed ``B - A`` (the seed printed ``A - B``);
+    pairs)"``; a higher-is-better metric reads ``"B is 41.13 rps higher (better) at
+    …"``. The CI is printed as signed ``B - A`` (the seed printed ``A - B``);
     the headline magnitude is ``|estimate|``. When :func:`classify` finds no difference
     (CI contains 0) or none beyond the floor, the line says ``"no detectable difference at
     p99"`` (``"... beyond the A/A floor"``), with the same four numbers. A result between 1
