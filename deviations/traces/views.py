@@ -131,7 +131,7 @@ def _series_context(request: HttpRequest, series: Series, query: MatrixQuery,
         ]
     return {
         "series": series, "query": query, "view": view, "figure": figure, "table": table,
-        "releases": releases,
+        "releases": releases, "pairs_shown": len(view.releases) - 1 if view else 0,
         "range_problem": range_problem(query, [r.version for r in releases]),
         "lacking": selectors.releases_lacking_runs(series, releases),
         "one_run": sum(r.runs_done == 1 for r in releases),

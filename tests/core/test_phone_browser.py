@@ -1,0 +1,78 @@
+"""Every page at a phone's width (issue 23: 390 px wide, every page was 749–869 px and the
+navigation did not wrap): the page itself never scrolls sideways; wide tables and the
+matrix scroll inside their own frame."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from deviations.alerts.models import AlertGroup
+from deviations.experiments.canaries import services as canaries
+from deviations.histograms.models import Probe
+from deviations.management.commands.demo import SERIES
+from deviations.traces import demo
+from deviations.traces.models import Function, Run
+from tests.conftest import ARTIFACTS
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+WIDTH, HEIGHT = 390, 844
+_WIDE = """() => ({scroll: document.documentElement.scrollWidth,
+                   inner: document.documentElement.clientWidth,
+                   widest: [...document.body.querySelectorAll('*')]
+                     .filter(e => e.getBoundingClientRect().right > innerWidth + 2)
+                     .filter(e => !e.closest('table.grid, .chart, .js-plotly-plot, pre'))
+                     .slice(0, 5).map(e => e.tagName + '#' + e.id + '.' + e.className)})"""
+
+
+def test_every_page_fits_a_phone(page: Any) -> None:
+    call_command("demo", "--runs", "5", stdout=io.StringIO())
+    paint = Function.objects.get(series__name=SERIES, name="Paint")
+    run = Run.objects.filter(status=Run.DONE).order_by("id").first()
+    group = AlertGroup.objects.order_by("id").first()
+    probe = Probe.objects.order_by("id").first()
+    canary = canaries.create_canary("phone", bad="higher", unit="ms")
+    rng = np.random.default_rng(2)
+    canaries.receive_batch(canary.pk, "a", "A", rng.normal(100, 10, 300).tolist())
+    canaries.receive_batch(canary.pk, "b", "B", rng.normal(100, 10, 300).tolist())
+    get_user_model().objects.create_user("phone", password="phone-pw")
+    urls = [
+        "/", f"/series/{SERIES}/", f"/series/{SERIES}/functions/{paint.pk}/?runs=1",
+        f"/series/{SERIES}/releases/{demo.RELEASES[8]}/",
+        f"/series/{SERIES}/compare/?base={demo.RELEASES[7]}&new={demo.RELEASES[8]}",
+        f"/runs/{run.pk}/", "/alerts/", f"/alerts/groups/{group.pk}/", "/histograms/",
+        f"/histograms/{probe.pk}/" if probe else "/histograms/", "/canaries/",
+        f"/canaries/{canary.pk}/", "/ab/", "/accounts/login/", "/upload/", "/series/nope/",
+    ]
+    page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
+    ARTIFACTS.mkdir(exist_ok=True)
+    wide = {}
+    for url in urls:
+        page.goto(url)
+        page.wait_for_load_state("load")
+        page.wait_for_timeout(200)
+        got = page.evaluate(_WIDE)
+        name = url.strip("/").replace("/", "_").replace("?", "_")[:60] or "home"
+        page.screenshot(path=str(ARTIFACTS / f"phone-{name}.png"), full_page=True)
+        if got["scroll"] > got["inner"] + 2:
+            wide[url] = got
+    assert wide == {}
+
+
+def test_no_template_comment_spans_lines() -> None:
+    """Django's {# #} comments end on their line: one spanning two lines is printed on
+    the page (it was, on the matrix page)."""
+    from pathlib import Path
+
+    from tests.conftest import ROOT
+
+    broken = [f"{p.relative_to(ROOT)}:{i}" for p in (ROOT / "templates").rglob("*.html")
+              for i, line in enumerate(p.read_text().splitlines(), 1)
+              if "{#" in line and "#}" not in line.split("{#", 1)[1]]
+    assert broken == []
