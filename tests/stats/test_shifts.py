@@ -71,6 +71,11 @@ def test_provisional_boundaries_share_one_window_to_the_newest_release():
     assert np.all(win.stop[late] == 29)
     assert len(set(win.start[late].tolist())) == 1
     assert np.all(win.final_at[late] == -1)
+    # ... with the boundary the newest release made final: one window for all five.
+    just = win.final & (win.stop == 29)
+    assert just.sum() == 1
+    assert set(zip(win.start[late | just].tolist(), win.stop[late | just].tolist())) == {
+        (int(win.start[just][0]), 29)}
 
 
 def test_ragged_runs_count_runs_not_releases():

@@ -140,8 +140,9 @@ def shift_windows(
     ``l >= min_before`` whose runs add up to ``runs_before``, at most ``max_before`` (and
     the series' start).
     A provisional boundary (``b + f`` beyond the newest release, or ``f`` not known yet)
-    reads up to the newest release, from the earliest start of the provisional
-    boundaries, so that one segmentation serves them all.
+    reads up to the newest release, from the earliest start of the windows that reach it
+    (the provisional ones and one just made final by the newest release), so that one
+    segmentation serves them all.
     """
     counts = np.asarray(runs, dtype=np.int64)
     if counts.ndim != 1 or np.any(counts < 0):
@@ -175,7 +176,11 @@ def shift_windows(
     start = np.maximum(b - before + 1, 0)
     stop = np.where(final, b + after, R - 1)
     if np.any(~final):
-        start[~final] = start[~final].min()
+        # Every window reaching the newest release starts where the earliest of them does:
+        # the provisional ones, and the one the newest release has just made final, so
+        # that one segmentation serves them all (an incremental analysis judges those).
+        newest = stop == R - 1
+        start[~final] = start[newest].min()
     return Windows(start=start, stop=stop, final=final,
                    final_at=np.where(final, b + after, -1), after=after)
 
