@@ -43,6 +43,11 @@ def _in_process() -> bool:
     return bool(app.conf.task_always_eager)
 
 
+#: Runs of the task one request makes in-process before it returns (its own, and one for
+#: the callers that came while it ran).
+IN_PROCESS_RUNS = 2
+
+
 def _run_once_in_process(task: Any, series_id: int) -> bool:
     """The embedded default's ``send_once``: the task runs here, in-process, unless the same
     task of the series is running in another request (thread or server process); that
@@ -57,6 +62,11 @@ def _run_once_in_process(task: Any, series_id: int) -> bool:
     between its last check and the release found the lock still taken). The caller's data
     was committed before it looked (``transaction.on_commit``), so the next run of the
     holder reads it.
+
+    A holder runs at most :data:`IN_PROCESS_RUNS` times (issue 23: under a steady stream
+    of uploads the request holding the analysis never returned; one took 365 s): then it
+    lets go with the dirty file left, for the next caller or the embedded beat's
+    ``analyse_stale_series`` (every 2 minutes) to take.
     """
     import fcntl
 
@@ -64,15 +74,17 @@ def _run_once_in_process(task: Any, series_id: int) -> bool:
     name = f"{task.name}-{int(series_id)}"
     lock_path, dirty = folder / f"{name}.lock", folder / f"{name}.dirty"
     dirty.touch()
-    while dirty.exists():
+    runs = 0
+    while dirty.exists() and runs < IN_PROCESS_RUNS:
         with lock_path.open("a+b") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return True  # the holder finds the dirty file and runs again
             try:
-                while dirty.exists():
+                while dirty.exists() and runs < IN_PROCESS_RUNS:
                     dirty.unlink(missing_ok=True)
+                    runs += 1
                     enqueue(task, series_id)  # in-process: runs here; errors propagate
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)

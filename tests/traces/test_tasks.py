@@ -122,6 +122,32 @@ def test_in_process_a_request_that_finds_the_task_running_leaves_it_to_the_holde
     assert task.runs == 3
 
 
+def test_in_process_a_steady_stream_does_not_hold_a_request_for_ever(in_process: None) -> None:
+    """Issue 23: under a steady stream of uploads the request holding the in-process
+    analysis ran it again and again (one request took 365 s). It runs at most twice, then
+    returns, the dirty mark left for the next caller or the beat's sweep."""
+
+    class Streaming:
+        name = "deviations.streaming"
+
+        def __init__(self) -> None:
+            self.runs = 0
+
+        def delay(self, series_id: int) -> None:
+            self.runs += 1
+            # Every run sees another upload arrive (a caller that finds the lock taken).
+            caller = threading.Thread(target=tasks.send_once, args=(self, series_id))
+            caller.start()
+            caller.join(5)
+
+    task = Streaming()
+    tasks.send_once(task, 9)  # returns
+    assert task.runs == tasks.IN_PROCESS_RUNS
+    folder = tasks.site_lock_folder()
+    assert (folder / f"{task.name}-9.dirty").exists()  # left for the next caller or sweep
+    (folder / f"{task.name}-9.dirty").unlink()
+
+
 def test_in_process_other_series_do_not_wait(in_process: None) -> None:
     task = _Slow()
     first = threading.Thread(target=tasks.send_once, args=(task, 3))
