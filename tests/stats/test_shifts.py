@@ -74,7 +74,8 @@ def test_provisional_boundaries_share_one_window_to_the_newest_release():
     # ... with the boundary the newest release made final: one window for all five.
     just = win.final & (win.stop == 29)
     assert just.sum() == 1
-    assert set(zip(win.start[late | just].tolist(), win.stop[late | just].tolist())) == {
+    assert set(zip(win.start[late | just].tolist(), win.stop[late | just].tolist(),
+                   strict=True)) == {
         (int(win.start[just][0]), 29)}
 
 
