@@ -68,7 +68,6 @@ def test_every_page_fits_a_phone(page: Any) -> None:
 def test_no_template_comment_spans_lines() -> None:
     """Django's {# #} comments end on their line: one spanning two lines is printed on
     the page (it was, on the matrix page)."""
-
     from tests.conftest import ROOT
 
     broken = [f"{p.relative_to(ROOT)}:{i}" for p in (ROOT / "templates").rglob("*.html")
