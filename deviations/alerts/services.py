@@ -107,6 +107,9 @@ def triage(
     of alerts changed."""
     if not alerts:
         raise UserError("select at least one alert")
+    for field, value in (("note", note), ("bug link", bug_url), ("assignee", assignee)):
+        if value and "\x00" in value:  # PostgreSQL's text cannot hold it (a 500 there)
+            raise UserError(f"the {field} holds a NUL character")
     _check_triage(user, alerts)
     if status is not None and status not in STATUSES:
         raise UserError(f"status must be one of {', '.join(STATUSES)}")
@@ -140,6 +143,8 @@ def add_note(alert: Alert, user: Any, text: str) -> AlertNote:
     _check_triage(user, [alert])
     if not text.strip():
         raise UserError("the note is empty")
+    if "\x00" in text:
+        raise UserError("the note holds a NUL character")
     return AlertNote.objects.create(alert=alert, author=user, text=text.strip())
 
 
@@ -292,6 +297,9 @@ def validated_subscribe(
     pattern = pattern.strip()
     if not pattern or len(pattern) > 1000:
         raise UserError("the pattern must be 1 to 1,000 characters")
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in pattern):
+        # PostgreSQL's text cannot hold NUL (it was a 500 there); no name holds one.
+        raise UserError("the pattern holds a control character (tab, line break, NUL)")
     if target == Subscription.SERIES:
         if not _series_exists(pattern):
             raise UserError(f"no series named {pattern!r}")

@@ -50,3 +50,47 @@ def test_an_unknown_page_is_the_sites_404_with_a_way_back(client: Client) -> Non
     assert 'href="/"' in page  # the site's navigation and a link home
     hostile = client.get("/series/%3Cimg%20src=x%3E/").content.decode()
     assert "<img src=x>" not in hostile
+
+
+def test_a_nul_in_a_json_string_is_a_4xx_on_every_database(client: Client) -> None:
+    """JSON bodies can carry \\u0000 in any text field; PostgreSQL's text cannot hold it
+    (the second pass of make test runs this there): refused with a 4xx, or cleaned
+    (annotations replace control characters), never a 500."""
+    from django.contrib.auth import get_user_model
+
+    from deviations.core.models import ApiToken
+    from deviations.traces.models import Release, Series
+
+    user = get_user_model().objects.create_user("ci", "ci@example.org", "pw", is_staff=True)
+    token = ApiToken.issue(user, "CI")[1]
+    series = Series.objects.create(name="s")
+    for v in ("1", "2", "3"):
+        Release.objects.create(series=series, version=v)
+    from deviations.alerts.models import Alert
+    from deviations.alerts.recording import record
+    from deviations.experiments.canaries import services as canaries
+    from tests.alerts.test_groups import trace
+
+    record([trace(series, "Paint", "2", "3")])
+    alert = Alert.objects.get().pk
+    canary = canaries.create_canary("c0", bad="higher", user=user).pk
+    client.raise_request_exception = False
+    nul = "a\\u0000b"
+    bodies = {
+        "/api/series/s/releases/1/annotations": f'{{"text": "{nul}"}}',
+        "/api/canaries": f'{{"name": "{nul}", "bad": "higher"}}',
+        "/api/canaries#metric": f'{{"name": "c", "bad": "higher", "metric": "{nul}"}}',
+        "/api/histograms/subscriptions": f'{{"email": "ci@example.org", "pattern": "{nul}", '
+                                         '"target": "histogram", "digest": false}',
+        "/api/histograms/annotations": f'{{"probe": "{nul}", "build_id": "1", "text": "x"}}',
+        "/api/alerts/triage": f'{{"alerts": [{alert}], "note": "{nul}"}}',
+        "/api/alerts/triage#bug": f'{{"alerts": [{alert}], "bug_url": "https://b/{nul}"}}',
+        "/api/alerts/triage#assignee": f'{{"alerts": [{alert}], "assignee": "{nul}"}}',
+        f"/api/canaries/{canary}/observations": f'{{"batch": "{nul}", "arm": "A", '
+                                                 '"values": [1.0]}',
+    }
+    for url, body in bodies.items():
+        response = client.post(url.split("#")[0], body, content_type="application/json",
+                               headers={"Authorization": f"Bearer {token}"})
+        assert response.status_code < 500, (url, response.status_code, response.content[:300])
+        assert "\\u0000" not in response.content.decode()

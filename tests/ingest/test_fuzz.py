@@ -251,18 +251,46 @@ def test_mutated_json_bodies_never_answer_500(client: Any) -> None:
         probe=probe, build_id="2", sort_key="2", previous_build_id="1", distance=0.3,
         cutoff=0.1, kind="shift", rule="adaptive", edges=b"", before=b"", after=b"",
     )
+    # Every JSON write endpoint (issue 23): a series with a release and an alert, a canary.
+    from deviations.alerts.models import Alert
+    from deviations.experiments.canaries import services as canaries
+    from deviations.traces.models import Release, Series
+    from tests.alerts.test_groups import trace
+
+    series = Series.objects.create(name="s")
+    for v in ("1", "2", "3"):
+        Release.objects.create(series=series, version=v)
+    from deviations.alerts.recording import record
+
+    record([trace(series, "Paint", "2", "3")])
+    alert = Alert.objects.get()
+    canary = canaries.create_canary("c", bad="higher", user=user)
     client.raise_request_exception = False
     bodies = {
         "/api/histograms/subscriptions": json.dumps(
             {"email": "ci@example.org", "pattern": "GC_*", "target": "histogram",
              "digest": False}).encode(),
         f"/api/histograms/changes/{change.pk}/state": json.dumps({"state": "invalid"}).encode(),
+        "/api/alerts/triage": json.dumps({"alerts": [alert.pk], "status": "acknowledged",
+                                          "bug_url": "https://b/1", "note": "n"}).encode(),
+        "/api/canaries": json.dumps({"name": "x", "bad": "higher", "alpha": 0.05,
+                                     "unit": "ms", "owners": ["o@example.org"]}).encode(),
+        f"/api/canaries/{canary.pk}/observations": json.dumps(
+            {"batch": "b", "arm": "A", "values": [1.5, 2.0, 3.25]}).encode(),
+        "/api/series/s/releases/2/annotations": json.dumps({"text": "new bot"}).encode(),
+        "/api/histograms/annotations": json.dumps(
+            {"probe": "GC_MS", "build_id": "2", "text": "note"}).encode(),
+        "PATCH /api/series/s": json.dumps({"default_rule": "paper",
+                                           "min_relative_change": 0.05,
+                                           "min_absolute_change_us": 3}).encode(),
     }
     codes: dict[int, int] = {}
-    for url, seed_body in bodies.items():
+    for target, seed_body in bodies.items():
+        method, url = target.split(" ") if " " in target else ("POST", target)
+        send = client.patch if method == "PATCH" else client.post
         for i, data in cases([seed_body], 300, seed=3):
-            response = client.post(url, data, content_type="application/json",
-                                   headers={"Authorization": f"Bearer {token}"})
+            response = send(url, data, content_type="application/json",
+                            headers={"Authorization": f"Bearer {token}"})
             codes[response.status_code] = codes.get(response.status_code, 0) + 1
             assert response.status_code < 500, (url, i, data[:200], response.content[:300])
     assert set(codes) & {200, 201}, codes  # some mutations were still valid bodies

@@ -104,6 +104,11 @@ def create_canary(
     for field, value, limit in (("metric", metric, 200), ("unit", unit, 40)):
         if len(value or "") > limit:
             raise UserError(f"{field}: at most {limit} characters")
+    for field, value in (("name", name), ("metric", metric), ("unit", unit)):
+        if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in value or ""):
+            # PostgreSQL's text cannot hold NUL (a 500 there); no control character
+            # belongs in a name shown on pages and in emails either.
+            raise UserError(f"{field}: no control characters (tab, line break, NUL)")
     with transaction.atomic():
         canary = Canary.objects.create(
             name=name, bad=bad, alpha=float(alpha), tau=None if tau is None else float(tau),
@@ -233,6 +238,8 @@ def receive_batch(
     batch_id = (batch_id or "").strip() if isinstance(batch_id, str) else ""
     if not batch_id or len(batch_id) > 200:
         raise UserError("batch: a client id of 1 to 200 characters")
+    if any(ord(c) < 32 for c in batch_id):  # NUL: PostgreSQL's text cannot hold it
+        raise UserError("batch: no control characters (tab, line break, NUL)")
     if arm not in ("A", "B"):
         raise UserError("arm: 'A' (control) or 'B' (candidate)")
     vals = None if values is None else _finite_array(values, "values")
