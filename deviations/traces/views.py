@@ -8,7 +8,8 @@ from typing import Any
 
 import msgspec
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, F, Max
+from django.db.models import Count, F, Max, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -46,11 +47,19 @@ def _table_response(rows: Iterable[dict[str, Any]], fields: list[str], fmt: str,
 
 
 def series_list(request: HttpRequest) -> HttpResponse:
+    # One sub-query per count (issue 24: joining releases × runs of every series took 7.5 s
+    # at 2,000 releases; counted apart, milliseconds).
+    def per_series(model: Any, value: Any) -> Any:
+        return Coalesce(Subquery(
+            model.objects.filter(series=OuterRef("pk")).order_by().values("series")
+            .annotate(v=value).values("v")[:1]), 0)
+
     series = list(Series.objects.annotate(
-        n_releases=Count("releases", distinct=True),
-        n_runs=Count("runs", distinct=True),
-        last_ingest=Max("runs__finished"),
-    ))
+        n_releases=per_series(Release, Count("*")),
+        n_runs=per_series(Run, Count("*")),
+        last_ingest=Subquery(Run.objects.filter(series=OuterRef("pk")).order_by()
+                             .values("series").annotate(v=Max("finished")).values("v")[:1]),
+    ).order_by("name"))
     latest = {s.pk: selectors.latest_deviations(s) for s in series}
     lacking = selectors.lacking_runs_by_series()
     fmt = request.GET.get("format")
