@@ -6,6 +6,7 @@ historical ``deviations.`` prefix so queued messages survive an upgrade.
 """
 
 import os
+import time
 from typing import Any
 
 from celery import shared_task
@@ -43,9 +44,10 @@ def _in_process() -> bool:
     return bool(app.conf.task_always_eager)
 
 
-#: Runs of the task one request makes in-process before it returns (its own, and one for
-#: the callers that came while it ran).
-IN_PROCESS_RUNS = 2
+#: How long one request goes on running the task in-process for callers that came while
+#: it ran, in seconds: a burst of uploads is analysed before the last request answers, a
+#: steady stream no longer holds one request for ever.
+IN_PROCESS_SECONDS = 30.0
 
 
 def _run_once_in_process(task: Any, series_id: int) -> bool:
@@ -63,9 +65,9 @@ def _run_once_in_process(task: Any, series_id: int) -> bool:
     was committed before it looked (``transaction.on_commit``), so the next run of the
     holder reads it.
 
-    A holder runs at most :data:`IN_PROCESS_RUNS` times (issue 23: under a steady stream
-    of uploads the request holding the analysis never returned; one took 365 s): then it
-    lets go with the dirty file left, for the next caller or the embedded beat's
+    A holder starts no new run after :data:`IN_PROCESS_SECONDS` (issue 23: under a steady
+    stream of uploads the request holding the analysis never returned; one took 365 s):
+    then it lets go with the dirty file left, for the next caller or the embedded beat's
     ``analyse_stale_series`` (every 2 minutes) to take.
     """
     import fcntl
@@ -74,15 +76,19 @@ def _run_once_in_process(task: Any, series_id: int) -> bool:
     name = f"{task.name}-{int(series_id)}"
     lock_path, dirty = folder / f"{name}.lock", folder / f"{name}.dirty"
     dirty.touch()
-    runs = 0
-    while dirty.exists() and runs < IN_PROCESS_RUNS:
+    runs, since = 0, time.monotonic()
+
+    def more() -> bool:
+        return dirty.exists() and (runs == 0 or time.monotonic() - since < IN_PROCESS_SECONDS)
+
+    while more():
         with lock_path.open("a+b") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return True  # the holder finds the dirty file and runs again
             try:
-                while dirty.exists() and runs < IN_PROCESS_RUNS:
+                while more():
                     dirty.unlink(missing_ok=True)
                     runs += 1
                     enqueue(task, series_id)  # in-process: runs here; errors propagate
