@@ -80,7 +80,7 @@ def compare_matrix(
     rule : {"paper", "shifts"}, default "paper"
         ``paper``: seed 003's two conditions on each adjacent pair
         (:func:`.paper.compare`; a pair needs two runs a side); ``shifts``: the bounded
-        window rule of :mod:`.shifts` (one-run releases included; the newest verdicts
+        bounded-window rule of :mod:`.shifts` (one-run releases included; the newest verdicts
         provisional).
     estimator : {"median", "mean"}, default "median"
         Estimator of the per-release intervals shown, of the paper rule and of ``gap``.

@@ -26,7 +26,8 @@ __all__ = [
 ]
 
 SEGMENT_PENALTY: Final = 18.0
-"""Penalty per change point of :func:`segment_verdicts` at up to
+"""Penalty per change point of the segmentation (the shift rule's, and before it the retired
+``segments`` rule's) at up to
 :data:`SEGMENT_PENALTY_RUNS` runs per release, in units of the scaled empirical-distribution
 cost (:func:`optimal_segments`). Measured on the dashboard-sized simulation
 (docs/statistics.md §6c, seeds 0–19): 14 lets false flags reach 0.30% at 10 runs, 25 loses
@@ -301,7 +302,7 @@ def _whole_cost(y: FloatArray) -> FloatArray:
 
 
 def _segment_penalty(y: FloatArray, penalty: float) -> Callable[[slice, FloatArray], FloatArray]:
-    """Each function's penalty of :func:`segment_verdicts` (log times ``y``) as
+    """Each function's penalty of the segmentation (log times ``y``) as
     :func:`_change_points` asks for it: ``penalty * min(sqrt(max(1, m /
     SEGMENT_PENALTY_RUNS)), C / SEGMENT_PENALTY_COST)``, ``C`` the whole-series cost."""
     given = np.sum(~np.isnan(y), axis=2).astype(np.float64)
