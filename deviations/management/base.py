@@ -7,7 +7,7 @@ abbreviations (``allow_abbrev=False``).
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 
 class Command(BaseCommand):
@@ -15,3 +15,29 @@ class Command(BaseCommand):
         parser = super().create_parser(prog_name, subcommand, **kwargs)
         parser.allow_abbrev = False
         return parser
+
+
+def add_thread_arguments(parser: CommandParser) -> None:
+    """The trace commands' thread selection (``ingest_traces``, ``reingest``)."""
+    parser.add_argument(
+        "--thread-name", default="CrRendererMain",
+        help="thread to measure (default: CrRendererMain)",
+    )
+    parser.add_argument(
+        "--process-name", default="Renderer",
+        help="process whose threads are measured (default: Renderer)",
+    )
+    parser.add_argument(
+        "--all-threads", action="store_true", help="measure every thread of every process"
+    )
+
+
+def thread_options(opts: dict[str, Any]) -> Any:
+    """The ``ThreadOptions`` of :func:`add_thread_arguments`' options, or a
+    ``CommandError`` with the reason. Imported here: ``--help`` needs no parser."""
+    from deviations.traces.uploads.runs import IngestError, ThreadOptions
+
+    try:
+        return ThreadOptions(opts["thread_name"], opts["process_name"], opts["all_threads"])
+    except IngestError as exc:
+        raise CommandError(str(exc)) from exc

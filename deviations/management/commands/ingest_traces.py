@@ -48,17 +48,7 @@ class Command(base.Command):
             "--order", type=int, default=None,
             help="sort the release by this number instead of its version",
         )
-        parser.add_argument(
-            "--thread-name", default="CrRendererMain",
-            help="thread to measure (default: CrRendererMain)",
-        )
-        parser.add_argument(
-            "--process-name", default="Renderer",
-            help="process whose threads are measured (default: Renderer)",
-        )
-        parser.add_argument(
-            "--all-threads", action="store_true", help="measure every thread of every process"
-        )
+        base.add_thread_arguments(parser)
         parser.add_argument(
             "files", nargs="*", metavar="FILE", help="trace files, one per run (with --release)"
         )
@@ -66,13 +56,9 @@ class Command(base.Command):
     def handle(self, *args: Any, **opts: Any) -> None:
         from tqdm import tqdm  # start-up: see the comment at the top
 
-        from deviations.traces.uploads.runs import IngestError, ThreadOptions, get_release
+        from deviations.traces.uploads.runs import IngestError, get_release
 
-        try:
-            options = ThreadOptions(opts["thread_name"], opts["process_name"],
-                                    opts["all_threads"])
-        except IngestError as exc:
-            raise CommandError(str(exc)) from exc
+        options = base.thread_options(opts)
         entries = self._entries(opts)
         if not opts["release"]:
             with_order = {e.release for e in entries if e.order is not None}

@@ -24,29 +24,14 @@ class Command(base.Command):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--series", required=True, help="series name")
-        parser.add_argument(
-            "--thread-name", default="CrRendererMain",
-            help="thread to measure (default: CrRendererMain)",
-        )
-        parser.add_argument(
-            "--process-name", default="Renderer",
-            help="process whose threads are measured (default: Renderer)",
-        )
-        parser.add_argument(
-            "--all-threads", action="store_true", help="measure every thread of every process"
-        )
+        base.add_thread_arguments(parser)
 
     def handle(self, *args: Any, **opts: Any) -> None:
         # Imported here, as in ingest_traces: the parser and numpy are not needed by --help.
         from deviations.traces.uploads import reingest
-        from deviations.traces.uploads.runs import IngestError, ThreadOptions
         from deviations.traces.uploads.tasks import queue_analysis
 
-        try:
-            options = ThreadOptions(opts["thread_name"], opts["process_name"],
-                                    opts["all_threads"])
-        except IngestError as exc:
-            raise CommandError(str(exc)) from exc
+        options = base.thread_options(opts)
         series = Series.objects.filter(name=opts["series"]).first()
         if series is None:
             raise CommandError(f"no series named {opts['series']!r}")
