@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,24 +32,25 @@ pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def worker(tmp_path: Path, settings: Any) -> Iterator[subprocess.Popen[bytes]]:
-    """A real `celery worker` process on the test database and a shared media folder."""
+@contextmanager
+def running_worker(tmp_path: Path, media: Path,
+                   env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """A real `celery worker` process on the test database (PostgreSQL), its media folder
+    ``media``, its log in ``tmp_path``; ``env`` adds to the environment."""
     db = connection.settings_dict
     assert db["ENGINE"].endswith("postgresql"), "the services pass runs on PostgreSQL"
-    settings.MEDIA_ROOT = tmp_path / "media"
-    env = {
-        **os.environ,
+    full = {
+        **os.environ, **(env or {}),
         "DATABASE_URL": (
             f"postgres://{db['USER']}:{db['PASSWORD'] or ''}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
         ),
-        "DJANGO_MEDIA_ROOT": str(settings.MEDIA_ROOT),
+        "DJANGO_MEDIA_ROOT": str(media),
     }
     log = (tmp_path / "worker.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "deviations.celery", "worker", "--pool=solo",
          "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        cwd=ROOT, env=full, stdout=log, stderr=subprocess.STDOUT,
     )
     try:
         yield proc
@@ -56,6 +58,14 @@ def worker(tmp_path: Path, settings: Any) -> Iterator[subprocess.Popen[bytes]]:
         proc.terminate()
         proc.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture
+def worker(tmp_path: Path, settings: Any) -> Iterator[subprocess.Popen[bytes]]:
+    """A real `celery worker` process on the test database and a shared media folder."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    with running_worker(tmp_path, settings.MEDIA_ROOT) as proc:
+        yield proc
 
 
 def wait_for(run_id: int, timeout: float = 120) -> Run:

@@ -11,23 +11,19 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connection
 from django.test import Client
 
 from deviations.core.models import ApiToken
 from deviations.traces.models import Run
 from deviations.traces.uploads import files
 from tests.conftest import renderer_events
-from tests.core.test_services import wait_for
+from tests.core.test_services import running_worker, wait_for
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parents[3]
@@ -36,29 +32,10 @@ ROOT = Path(__file__).resolve().parents[3]
 @pytest.fixture
 def worker_elsewhere(s3: Any, tmp_path: Path, settings: Any) -> Iterator[Path]:
     """A worker whose media folder is not the web's: only S3 is shared. Yields its folder."""
-    db = connection.settings_dict
-    assert db["ENGINE"].endswith("postgresql"), "the services pass runs on PostgreSQL"
     settings.MEDIA_ROOT = tmp_path / "web-media"
     worker_media = tmp_path / "worker-media"
-    env = {
-        **os.environ, **s3.env(),
-        "DATABASE_URL": (
-            f"postgres://{db['USER']}:{db['PASSWORD'] or ''}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
-        ),
-        "DJANGO_MEDIA_ROOT": str(worker_media),
-    }
-    log = (tmp_path / "worker.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "deviations.celery", "worker", "--pool=solo",
-         "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    try:
+    with running_worker(tmp_path, worker_media, s3.env()):
         yield worker_media
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
 
 
 def files_under(folder: Path) -> list[Path]:
