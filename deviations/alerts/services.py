@@ -39,7 +39,7 @@ from deviations.core import access
 from deviations.core.errors import UserError
 from deviations.core.models import Ownership
 from deviations.core.packing import name_digest
-from deviations.core.text import one_line
+from deviations.core.text import has_control, one_line
 from deviations.traces.models import Series
 
 log = logging.getLogger(__name__)
@@ -236,8 +236,9 @@ def request_subscription(
         raise UserError("a probe pattern for someone else's address holds letters, digits and "
                         "_ . : - / * ? [ ] only, at most 200 (it is written in their email)")
     owner = user if getattr(user, "is_authenticated", False) else None
-    if Subscription.objects.filter(email=email, target=target, pattern=pattern).exists():
-        return Subscription.objects.get(email=email, target=target, pattern=pattern)
+    existing = Subscription.objects.filter(email=email, target=target, pattern=pattern).first()
+    if existing is not None:
+        return existing  # asked before (its one email went then), or the address decided
     recent = Subscription.objects.filter(
         pending=True, user=owner, created__gte=timezone.now() - timedelta(hours=1)).count()
     if recent >= (CONFIRMATIONS_PER_HOUR if owner else ANONYMOUS_CONFIRMATIONS_PER_HOUR):
@@ -248,8 +249,8 @@ def request_subscription(
         email=email, target=target, pattern=pattern,
         defaults={"active": False, "pending": True, "digest": digest, "user": owner},
     )
-    if not created or not sub.pending:
-        return sub  # asked before (its one email went then), or the address decided
+    if not created:
+        return sub  # a concurrent request made it (and sends its email)
     token = signing.dumps([email, target, pattern, digest], salt=_CONFIRM_SALT, compress=True)
     url = site_url(reverse("histograms:confirm", args=[token]))
     who = getattr(user, "get_username", lambda: "someone")()
@@ -297,7 +298,7 @@ def validated_subscribe(
     pattern = pattern.strip()
     if not pattern or len(pattern) > 1000:
         raise UserError("the pattern must be 1 to 1,000 characters")
-    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in pattern):
+    if has_control(pattern):
         # PostgreSQL's text cannot hold NUL (it was a 500 there); no name holds one.
         raise UserError("the pattern holds a control character (tab, line break, NUL)")
     if target == Subscription.SERIES:

@@ -26,6 +26,12 @@ def plotly_text(s: object) -> str:
     return escape(str(s), quote=False).replace('"', "&#34;").replace("'", "&#39;")
 
 
+def has_control(s: str) -> bool:
+    """Whether ``s`` holds a control character (NUL, tab, line break, ...): no name or
+    label may (PostgreSQL's text cannot hold NUL; the others break headers and pages)."""
+    return _CONTROL.search(s) is not None
+
+
 def one_line(s: object) -> str:
     """``s`` with every run of control characters (line breaks, tabs, NUL) replaced by
     one space: safe in an email header and in a one-line summary."""

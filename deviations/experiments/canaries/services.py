@@ -24,6 +24,7 @@ from deviations.core.errors import UserError
 from deviations.core.models import Ownership
 from deviations.core.packing import pack
 from deviations.core.queue import enqueue
+from deviations.core.text import has_control
 from deviations.experiments.canaries import tasks
 from deviations.experiments.canaries.models import Canary, CanaryBatch, CanaryState
 from deviations.stats.sequential import inter_arrival_times
@@ -105,7 +106,7 @@ def create_canary(
         if len(value or "") > limit:
             raise UserError(f"{field}: at most {limit} characters")
     for field, value in (("name", name), ("metric", metric), ("unit", unit)):
-        if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in value or ""):
+        if has_control(value or ""):
             # PostgreSQL's text cannot hold NUL (a 500 there); no control character
             # belongs in a name shown on pages and in emails either.
             raise UserError(f"{field}: no control characters (tab, line break, NUL)")
@@ -238,7 +239,7 @@ def receive_batch(
     batch_id = (batch_id or "").strip() if isinstance(batch_id, str) else ""
     if not batch_id or len(batch_id) > 200:
         raise UserError("batch: a client id of 1 to 200 characters")
-    if any(ord(c) < 32 for c in batch_id):  # NUL: PostgreSQL's text cannot hold it
+    if has_control(batch_id):  # NUL: PostgreSQL's text cannot hold it
         raise UserError("batch: no control characters (tab, line break, NUL)")
     if arm not in ("A", "B"):
         raise UserError("arm: 'A' (control) or 'B' (candidate)")

@@ -23,7 +23,7 @@ import numpy as np
 from django import db
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from deviations.core.db import IN_BATCH, batches, lz4_toast
@@ -115,8 +115,10 @@ def _check_same_ordering(series: Series, version: str, order: int | None) -> Non
     by their version. Mixed, a version's text would be compared with the orders' digits
     (a release without ``order`` sent to an ordered series landed anywhere, and every
     function's verdicts around it moved: thousands of spurious alerts; issue 23)."""
-    ordered = Release.objects.filter(series=series, order__isnull=False).count()
-    unordered = Release.objects.filter(series=series, order__isnull=True).count()
+    counts = Release.objects.filter(series=series).aggregate(
+        ordered=Count("pk", filter=Q(order__isnull=False)),
+        unordered=Count("pk", filter=Q(order__isnull=True)))
+    ordered, unordered = counts["ordered"], counts["unordered"]
     if order is None and ordered:
         raise IngestError(
             f"release {version!r}: series {series.name!r} places its releases by their order "
