@@ -82,9 +82,10 @@ def _group_page(request: HttpRequest, group: AlertGroup, *, error: str = "",
         "error": error, "posted": posted,
         "chosen": {int(v) for v in request.POST.getlist("alert") if v.isdigit()} if error
         else set(),
-        # Who can be assigned: a list the assignee field offers (it stays free text).
+        # Who can be assigned: a list the assignee field offers (it stays free text), read
+        # only for the signed-in users who see the form.
         "users": get_user_model().objects.filter(is_active=True).order_by("username")
-        .values_list("username", flat=True)[:500],
+        .values_list("username", flat=True)[:500] if request.user.is_authenticated else [],
     }, status=status)
 
 
