@@ -1,7 +1,7 @@
 """The app's models, one module per feature; Django registers the models imported here.
 
-- trace series, ``deviations.traces.models``: Series, Release, Function, Run, RunTimes,
-  SeriesAnalysis, AnalysisBlock, ReleaseAnnotation;
+- trace and metric series, ``deviations.traces.models``: Series, Release, Function, Metric,
+  Run, RunTimes, SeriesAnalysis, AnalysisBlock, ReleaseAnnotation;
 - Telemetry histograms, ``deviations.histograms.models``: HistogramRuleDefaults, Probe,
   HistogramSnapshot, HistogramChange, BuildAnnotation;
 - alerts, ``deviations.alerts.models``: Subscription, SentAlert, AlertGroup, Alert,
@@ -42,6 +42,7 @@ from deviations.histograms.models import (
 from deviations.traces.models import (
     AnalysisBlock,
     Function,
+    Metric,
     Release,
     ReleaseAnnotation,
     Run,
@@ -70,6 +71,7 @@ __all__ = [
     "HistogramRuleDefaults",
     "HistogramSnapshot",
     "Ignore",
+    "Metric",
     "Probe",
     "Release",
     "ReleaseAnnotation",

@@ -22,6 +22,8 @@ from deviations.core.errors import UserError
 from deviations.core.versions import check_order, check_version
 
 _TRACE_SUFFIXES = (".json", ".json.gz", ".gz")
+#: Benchmark results files a release folder may hold (``ingest.results``' formats).
+RESULTS_SUFFIXES = (".json", ".json.gz", ".gz", ".csv", ".log", ".txt")
 
 
 class ManifestError(UserError):
@@ -71,8 +73,10 @@ def read_manifest(path: Path) -> list[ManifestEntry]:
     return entries
 
 
-def read_folders(root: Path) -> list[ManifestEntry]:
-    """The runs of a folder of release folders, releases and files in name order."""
+def read_folders(root: Path, suffixes: tuple[str, ...] = _TRACE_SUFFIXES
+                 ) -> list[ManifestEntry]:
+    """The runs of a folder of release folders, releases and files in name order: the
+    files ending in one of ``suffixes`` (trace files unless told)."""
     if not root.is_dir():
         raise ManifestError(f"{root.name}: not a folder")
     entries = []
@@ -82,8 +86,9 @@ def read_folders(root: Path) -> list[ManifestEntry]:
         except UserError as exc:
             raise ManifestError(f"{root.name}: {folder.name}/: {exc}") from None
         files = sorted(f for f in folder.iterdir() if f.is_file()
-                       and f.name.endswith(_TRACE_SUFFIXES))
+                       and f.name.endswith(suffixes))
         entries += [ManifestEntry(folder.name, f) for f in files]
     if not entries:
-        raise ManifestError(f"{root.name}: no release folder holds a .json or .json.gz file")
+        raise ManifestError(f"{root.name}: no release folder holds a "
+                            f"{' or '.join(suffixes)} file")
     return entries

@@ -91,4 +91,6 @@ def in_unit(value_us: float | None, unit: str) -> str:
     in the unit of the chart beside it."""
     if value_us is None:
         return ""
+    if unit == "raw":  # a metric's value in its own unit: significant digits
+        return f"{value_us:.5g}"
     return f"{value_us / US_PER_UNIT[unit]:.{_DECIMALS[unit]}f}"

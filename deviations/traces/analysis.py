@@ -86,10 +86,18 @@ MIN_COLUMN_RUNS = 1
 
 @dataclass(frozen=True)
 class Columns:
-    """The analysable releases of a series: ids in series order and their done runs."""
+    """The analysable releases of a series: ids in series order and their done runs.
+
+    A column's samples are its ``run_ids`` in order. In a metric series a run (one results
+    file) holds several replicates of each metric: its id is repeated once per replicate
+    (``Run.samples``), the ``j``-th repeat standing for every metric's ``j``-th value, and
+    a value a run does not hold is missing (NaN), where a trace's function absent from a
+    run took 0 µs (``missing``).
+    """
 
     release_ids: np.ndarray
     run_ids: tuple[np.ndarray, ...]
+    missing: float = 0.0
 
     @property
     def run_counts(self) -> np.ndarray:
@@ -101,15 +109,17 @@ def current_columns(series: Series) -> Columns:
     runs = (
         Run.objects.filter(series=series, status=Run.DONE)
         .order_by("release__sort_key", "release_id", "created", "id")
-        .values_list("release_id", "id")
+        .values_list("release_id", "id", "samples")
     )
+    metrics = series.is_metrics
     by_release: dict[int, list[int]] = {}
-    for release_id, run_id in runs:
-        by_release.setdefault(release_id, []).append(run_id)
+    for release_id, run_id, samples in runs:
+        by_release.setdefault(release_id, []).extend([run_id] * (samples if metrics else 1))
     kept = [(rid, ids) for rid, ids in by_release.items() if len(ids) >= MIN_COLUMN_RUNS]
     return Columns(
         np.array([rid for rid, _ in kept], dtype=np.int64),
         tuple(np.array(ids, dtype=np.int64) for _, ids in kept),
+        missing=np.nan if metrics else 0.0,
     )
 
 
@@ -135,18 +145,21 @@ def load_columns(columns: Columns, cols: Iterable[int]) -> Loaded:
                 np.frombuffer(self_us, dtype=RunTimes.FLOAT),
                 np.frombuffer(total_us, dtype=RunTimes.FLOAT),
             )
-    return {c: [packed[int(r)] for r in run_ids] for c, run_ids in wanted.items()}
+    return {c: store.replicates([packed[int(r)] for r in run_ids], run_ids)
+            for c, run_ids in wanted.items()}
 
 
 def _scatter(
-    function_ids: np.ndarray, runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    function_ids: np.ndarray, runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    missing: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(functions × runs) self and total times of one column; absent functions are 0.
+    """(functions × runs) self and total times of one column; absent functions are
+    ``missing`` (0 µs for traces, NaN for metrics).
 
     ``function_ids`` need not be sorted (an update appends new functions).
     """
     shape = (len(function_ids), len(runs))
-    self_us, total_us = np.zeros(shape), np.zeros(shape)
+    self_us, total_us = np.full(shape, missing), np.full(shape, missing)
     if runs:
         fids = np.concatenate([r[0] for r in runs])
         run = np.repeat(np.arange(len(runs)), [len(r[0]) for r in runs])
@@ -489,7 +502,8 @@ def compute(columns: Columns, stored: Stored | None) -> Computed:
         base = len(stored.function_ids)
     F = len(function_ids)  # noqa: N806
     rows_old, rows_new = slice(0, base), slice(base, F)
-    scattered = {c: _scatter(function_ids, runs) for c, runs in loaded.items()}
+    scattered = {c: _scatter(function_ids, runs, columns.missing)
+                 for c, runs in loaded.items()}
     every = np.ones(R, dtype=np.bool_)
     metrics: dict[str, MetricArrays] = {}
     for m, metric in enumerate(METRICS):
@@ -498,8 +512,9 @@ def compute(columns: Columns, stored: Stored | None) -> Computed:
         def block(c: int, rows: slice, m: int = m) -> np.ndarray:
             if c in scattered:
                 return scattered[c][m][rows]
-            # Not loaded: only rows first seen now read it, and they were 0 µs there.
-            return np.zeros((rows.stop - rows.start, int(counts[c])))
+            # Not loaded: only rows first seen now read it, and they were 0 µs there (a
+            # trace) or not measured (a metric).
+            return np.full((rows.stop - rows.start, int(counts[c])), columns.missing)
 
         if base and stored is not None:
             _copy_base(state, stored.metrics[metric], rows_old, p)

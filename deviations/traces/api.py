@@ -13,12 +13,13 @@ from ninja.files import UploadedFile
 
 from deviations.core import access
 from deviations.core.api import ErrorOut, TokenAuth
-from deviations.core.errors import UserError
+from deviations.core.errors import TooLargeError, UserError
 from deviations.core.models import Ownership
 from deviations.core.uploads import check_upload_size
 from deviations.traces import annotations as notes
 from deviations.traces import compare, selectors, services
 from deviations.traces.models import Release, ReleaseAnnotation, Run, Series
+from deviations.traces.uploads.results import MAX_RESULTS_BYTES, set_metric, store_results
 from deviations.traces.uploads.runs import ThreadOptions
 from deviations.traces.uploads.submit import submit_uploads
 
@@ -146,6 +147,88 @@ def upload_run(
     if entry.run.status == Run.FAILED:
         return Status(400, {**out, "detail": entry.run.error})
     return Status(200 if entry.duplicate else 201, out)
+
+
+class ResultsRunOut(Schema):
+    id: int
+    release: str
+    duplicate: bool
+    samples: int
+
+
+class ResultsOut(Schema):
+    file: str
+    format: str
+    metrics: int
+    values: int
+    notes: list[str]
+    runs: list[ResultsRunOut]
+    series_url: str
+
+
+@router.post(
+    "/series/{name}/results",
+    auth=TokenAuth(),
+    response={201: ResultsOut, 200: ResultsOut, 400: ErrorOut, 403: ErrorOut, 413: ErrorOut},
+    summary="Upload one benchmark results file into a metric series",
+)
+def upload_results(
+    request: HttpRequest,
+    name: str,
+    file: File[UploadedFile | None] = None,
+    release: Form[str | None] = None,
+    order: Form[int | None] = None,
+    format: Form[Literal["google-benchmark", "pytest-benchmark", "hyperfine", "asv",  # noqa: A002
+                         "perfherder", "bmf", "csv"] | None] = None,
+) -> Status[dict[str, Any]]:
+    """Any supported CI results file: Google Benchmark, pytest-benchmark, hyperfine, asv,
+    Perfherder (`PERFHERDER_DATA` JSON or log), Bencher Metric Format, or CSV
+    `release,metric,value[,unit,direction]` (whose rows name their releases: then no
+    `release`). The format is read from the content unless `format` says it. The series
+    is created as a metric series if new. Stored whole or not at all, then analysed. 201:
+    stored; 200: these bytes were stored before (`duplicate`), nothing twice; 400: a bad
+    file or name (`detail` names the file and the reason: nothing stored); 403: the series
+    belongs to others; 413: over the size limit."""
+    check_upload_size(request)
+    if file is None:
+        raise UserError("no file: send the results as the multipart field 'file'")
+    limit = MAX_RESULTS_BYTES
+    data = file.read(limit + 1)
+    if len(data) > limit:
+        raise TooLargeError(f"{file.name}: larger than the limit of {limit:,} bytes for a "
+                            "results file")
+    stored = store_results(name, data, file.name or "upload", release=release or None,
+                           order=order, fmt=format, user=request.auth)
+    out = {**stored.to_dict(), "series_url": reverse("series", args=[name])}
+    return Status(200 if all(dup for _, dup in stored.runs) else 201, out)
+
+
+class MetricIn(Schema):
+    """A metric's direction (kept over what later uploads say) or unit label."""
+
+    metric: str
+    direction: Literal["lower_is_better", "higher_is_better"] | None = None
+    unit: str | None = Field(None, max_length=20)
+
+
+class MetricOut(Schema):
+    metric: str
+    unit: str
+    direction: str
+    source: str
+
+
+@router.patch(
+    "/series/{name}/metric", auth=TokenAuth(),
+    response={200: MetricOut, 400: ErrorOut, 403: ErrorOut},
+    summary="Set a metric's direction or unit (metric series; owners)",
+)
+def update_metric(request: HttpRequest, name: str, body: MetricIn) -> dict[str, Any]:
+    series = get_object_or_404(Series, name=name)
+    row = set_metric(series, body.metric, direction=body.direction, unit=body.unit,
+                     user=request.auth)
+    return {"metric": body.metric, "unit": row.unit, "direction": row.direction,
+            "source": row.source}
 
 
 @router.get("/runs/{run_id}", response=RunOut, summary="A run's status and parse summary")

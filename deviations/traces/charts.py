@@ -42,10 +42,11 @@ __all__ = ["MATRIX_CUSTOMDATA", "ci_narrowing", "deviation_matrix",
            "marker_size", "plotly_text", "unit_for"]
 
 Figure = dict[str, Any]
-Unit = Literal["us", "ms", "s"]
+#: "raw": values shown as stored, for a metric series' rows (each in its own unit).
+Unit = Literal["us", "ms", "s", "raw"]
 
-US_PER_UNIT: Final = {"us": 1.0, "ms": 1e3, "s": 1e6}
-UNIT_LABEL: Final = {"us": "µs", "ms": "ms", "s": "s"}
+US_PER_UNIT: Final = {"us": 1.0, "ms": 1e3, "s": 1e6, "raw": 1.0}
+UNIT_LABEL: Final = {"us": "µs", "ms": "ms", "s": "s", "raw": ""}
 SIG_DIGITS: Final = 4
 """Significant digits sent to the browser: run-to-run noise is far above 0.01%."""
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from deviations.core.errors import UserError
 from deviations.stats.intervals import MIN_RUNS
+from deviations.stats.releases import oriented
 from deviations.stats.twosample import TWO_SAMPLE_VERDICTS, compare_two
 from deviations.traces import selectors
 from deviations.traces.models import Release, Series
@@ -159,18 +160,25 @@ def compare_releases(
         min_change = series.min_relative_change
     if min_change_us is None:
         min_change_us = series.min_absolute_change_us
+    if series.is_metrics:
+        min_change_us = 0.0  # rows in different units: the relative floor only
     result = compare_two(matrices[0], matrices[1], fdr=fdr, min_relative_change=min_change,
                          min_absolute_change=min_change_us, test=test)  # type: ignore[arg-type]
+    verdicts = result.verdict
+    if series.is_metrics:  # each metric's direction (decided as lower is better above)
+        higher, _ = selectors.metric_settings(np.asarray(function_ids, dtype=np.int64))
+        verdicts = oriented(verdicts, higher)
     names = selectors.function_names(series)
     # Times are durations: a median's interval stops at 0 (Olive's interval is the median
     # ± t·se, which reaches below 0 for a spread-out function of few runs; issue 23).
-    lows = [np.maximum(m.lo, 0.0) for m in (result.median_a, result.median_b)]
+    lows = [m.lo if series.is_metrics else np.maximum(m.lo, 0.0)
+            for m in (result.median_a, result.median_b)]
     rows = []
     for k, fid in enumerate(function_ids):
         rows.append({
             "function": names[fid], "function_id": fid,
             "base": b_rel.version, "new": n_rel.version,
-            "verdict": TWO_SAMPLE_VERDICTS[int(result.verdict[k])],
+            "verdict": TWO_SAMPLE_VERDICTS[int(verdicts[k])],
             "base_median": _number(result.median_a.estimate[k]),
             "base_lo": _number(lows[0][k]),
             "base_hi": _number(result.median_a.hi[k]),

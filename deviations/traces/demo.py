@@ -152,3 +152,38 @@ def write_demo_traces(folder: Path, runs_per_release: int = 5, seed: int = 56) -
                 path.write_text(body)
             written.append(DemoRun(version, path))
     return written
+
+
+#: The demo metric series (benchmark results as CI writes them; README, "Getting benchmark
+#: results in"): (metric, unit, median, lognormal sigma). Planted: ``BM_ParseJSON/64k``
+#: 25% slower from the 12th release on; ``BM_Tokenize items_per_second`` (higher is
+#: better) 20% lower from the 16th on; everything else stable.
+RESULTS_RELEASES = [f"2.{k}.0" for k in range(20)]
+RESULTS_METRICS = [
+    ("BM_ParseJSON/64k", "us", 840.0, 0.03),
+    ("BM_ParseJSON/1M", "us", 14200.0, 0.04),
+    ("BM_Tokenize", "ns", 5300.0, 0.05),
+    ("BM_Tokenize items_per_second", "items/s", 1.9e8, 0.05),
+    ("test_render_page", "s", 0.0121, 0.06),
+    ("peak_memory", "bytes", 48_000_000.0, 0.01),
+]
+
+
+def results_planted_factor(metric: str, release_index: int) -> float:
+    if metric == "BM_ParseJSON/64k" and release_index >= 11:
+        return 1.25
+    if metric == "BM_Tokenize items_per_second" and release_index >= 15:
+        return 0.8
+    return 1.0
+
+
+def demo_results_csv(replicates: int = 5, seed: int = 20) -> bytes:
+    """The demo metric series' whole history as the CSV ``ingest_results`` reads."""
+    rng = np.random.default_rng(seed)
+    rows = ["release,metric,value,unit"]
+    for k, release in enumerate(RESULTS_RELEASES):
+        for metric, unit, median, sigma in RESULTS_METRICS:
+            values = median * results_planted_factor(metric, k) * rng.lognormal(
+                0, sigma, replicates)
+            rows += [f"{release},{metric},{v:.6g},{unit}" for v in values]
+    return ("\n".join(rows) + "\n").encode()

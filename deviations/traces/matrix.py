@@ -165,7 +165,8 @@ def _assembled(series: Series, query: MatrixQuery) -> _Assembled | None:
 
     # The verdicts are read through the series' minimum practical change
     # (selectors.stored_analysis): a change of it is a new key, like a new analysis.
-    thresholds = (series.min_relative_change, series.min_absolute_change_us)
+    thresholds = (series.min_relative_change, series.min_absolute_change_us,
+                  selectors.metric_settings_key(series))
     return memo.remembered(("matrix", series.pk, generation, *view, *thresholds), make)
 
 

@@ -43,9 +43,22 @@ def _validate_version(value: str) -> None:
 
 
 class Series(models.Model):
-    """A release series, e.g. ``chromium-linux.example-load``: one workload on one platform."""
+    """A release series, e.g. ``chromium-linux.example-load``: one workload on one platform.
+
+    A *trace series* holds trace files (rows: functions, self and total time in µs); a
+    *metric series* holds CI benchmark results (rows: named metrics, each with its unit and
+    direction, :class:`Metric`; several replicates per file). Both are judged by the same
+    release rules and shown by the same pages.
+    """
+
+    TRACES, METRICS = "traces", "metrics"
+    KIND_CHOICES = [(TRACES, "trace series"), (METRICS, "metric series")]
 
     name = models.CharField(max_length=100, unique=True, validators=[_validate_series_name])
+    kind = models.CharField(
+        max_length=10, choices=KIND_CHOICES, default=TRACES,
+        help_text="trace files, or benchmark results (set by the first upload)",
+    )
     description = models.TextField(blank=True)
     created = models.DateTimeField(auto_now_add=True)
     #: The rule pages, exports and alerts use unless asked for another one
@@ -78,6 +91,15 @@ class Series(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("series", args=[self.name])
+
+    @property
+    def is_metrics(self) -> bool:
+        return self.kind == self.METRICS
+
+    @property
+    def row_word(self) -> str:
+        """What a row of its matrix is called on pages."""
+        return "metric" if self.is_metrics else "function"
 
 
 class Release(models.Model):
@@ -145,8 +167,42 @@ class Function(models.Model):
         return name.replace("\x00", "\ufffd")
 
 
+class Metric(models.Model):
+    """The unit and direction of a row of a metric series (its :class:`Function`).
+
+    ``direction`` says which way is worse: ``lower_is_better`` (times, bytes) or
+    ``higher_is_better`` (throughput, scores). It comes from the results file where the
+    format says it (``source`` "format"), else from the unit ("unit"); a user's choice
+    ("user") is never overwritten by an upload. Values are stored in ``unit``: an upload
+    in another unit of the same kind (ns and ms) is converted, another kind is refused.
+    """
+
+    DIRECTION_CHOICES = [("lower_is_better", "lower is better"),
+                         ("higher_is_better", "higher is better")]
+    SOURCE_CHOICES = [("format", "said by the results file"), ("unit", "from the unit"),
+                      ("user", "set by a user")]
+
+    function = models.OneToOneField(
+        Function, on_delete=models.CASCADE, primary_key=True, related_name="metric"
+    )
+    unit = models.CharField(max_length=20, blank=True)
+    direction = models.CharField(max_length=16, choices=DIRECTION_CHOICES,
+                                 default="lower_is_better")
+    source = models.CharField(max_length=6, choices=SOURCE_CHOICES, default="unit")
+    #: The smallest change the results file asks to alert on (Perfherder's
+    #: ``alertThreshold``), percent; the series' floor applies where it is not given.
+    threshold_percent = models.FloatField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.function.name} ({self.unit or 'no unit'}, {self.direction})"
+
+
 class Run(models.Model):
-    """One trace file of one release: its identity (sha256), its state and its parse summary."""
+    """One trace file of one release: its identity (sha256), its state and its parse summary.
+
+    In a metric series, one results file's values for one release: ``samples`` is the most
+    replicates it holds of any metric (each replicate is one sample of the analysis).
+    """
 
     PENDING, DONE, FAILED = "pending", "done", "failed"
     STATUS_CHOICES = [(PENDING, "pending"), (DONE, "done"), (FAILED, "failed")]
@@ -176,6 +232,7 @@ class Run(models.Model):
     queued_at = models.DateTimeField(null=True, blank=True)
     started = models.DateTimeField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
+    samples = models.PositiveIntegerField(default=1)
 
     class Meta:
         ordering = ["release", "created", "id"]

@@ -62,17 +62,20 @@ class _Change:
     compared_from: str
     compared_to: str
     early: bool
+    #: The values' unit: µs for trace times, the metric's own in a metric series (whose
+    #: one metric is its value: ``metric`` is then "").
+    unit: str = "µs"
 
 
 def _num(value: Any) -> float | None:
     return None if not np.isfinite(value) else float(value)
 
 
-def _interval(lo: float | None, hi: float | None) -> str:
+def _interval(lo: float | None, hi: float | None, unit: str = "µs") -> str:
     """``+2.24 to +3.08 ms`` (µs below a millisecond)."""
     if lo is None or hi is None:
         return "no interval"
-    return f"{quantity(lo, 'µs')} to {quantity(hi, 'µs')}"
+    return f"{quantity(lo, unit)} to {quantity(hi, unit)}"
 
 
 def _sentence(function: str, c: _Change) -> str:
@@ -80,9 +83,12 @@ def _sentence(function: str, c: _Change) -> str:
     size = f" {abs(c.pct):.0f}%" if c.pct is not None else ""
     level = int(round(CONFIDENCE * 100))
     p = f", p = {c.p_value:.2g}" if c.p_value is not None else ""
-    return (f"{function}: {c.metric} time {moved}{size} ({quantity(c.diff, 'µs')}, "
-            f"{level}% interval {_interval(c.lo, c.hi)}; runs of {c.compared_from} to "
-            f"{c.compared_to} compared: {c.n_before} before, {c.n_after} after{p})")
+    what = f"{c.metric} time " if c.metric else ""
+    samples = "runs" if c.unit == "µs" else "values"
+    return (f"{function}: {what}{moved}{size} ({quantity(c.diff, c.unit)}, "
+            f"{level}% interval {_interval(c.lo, c.hi, c.unit)}; {samples} of "
+            f"{c.compared_from} to {c.compared_to} compared: {c.n_before} before, "
+            f"{c.n_after} after{p})")
 
 
 def _same_numbers(a: _Change, b: _Change) -> bool:
@@ -119,8 +125,10 @@ def series_alerts(series: Series) -> list[AlertData]:
     boundary) whatever the metrics that moved."""
     rule = series.default_rule
     the_rule = get_rule(rule)
-    found = {m: selectors.stored_analysis(series, m, ESTIMATOR, rule, _KEYS) for m in METRICS}
-    present = [m for m in METRICS if found[m] is not None and found[m]["verdict"].shape[1]]
+    # A metric series stores its values as both metrics: one is its value.
+    metrics = ("self",) if series.is_metrics else METRICS
+    found = {m: selectors.stored_analysis(series, m, ESTIMATOR, rule, _KEYS) for m in metrics}
+    present = [m for m in metrics if found[m] is not None and found[m]["verdict"].shape[1]]
     if not present:
         return []
     first = found[present[0]]
@@ -130,6 +138,7 @@ def series_alerts(series: Series) -> list[AlertData]:
     releases = [by_id[r] for r in ids]
     versions = [r.version for r in releases]
     names = selectors.function_names(series)
+    units = selectors.metric_units(series, first["function_ids"].tolist())
     changes: dict[tuple[int, int], list[_Change]] = {}
     for metric in present:
         got = found[metric]
@@ -143,8 +152,11 @@ def series_alerts(series: Series) -> list[AlertData]:
                 pct = 100 * diff / abs(before)
                 pct_lo = 100 * lo / abs(before) if lo is not None else None
                 pct_hi = 100 * hi / abs(before) if hi is not None else None
-            changes.setdefault((int(got["function_ids"][f]), int(p)), []).append(_Change(
-                metric=metric, code=int(got["verdict"][f, p]), diff=diff, lo=lo, hi=hi,
+            fid = int(got["function_ids"][f])
+            changes.setdefault((fid, int(p)), []).append(_Change(
+                metric="" if series.is_metrics else metric,
+                unit=units.get(fid, ("", ""))[0] if series.is_metrics else "µs",
+                code=int(got["verdict"][f, p]), diff=diff, lo=lo, hi=hi,
                 before=before, pct=pct, pct_lo=pct_lo, pct_hi=pct_hi,
                 p_value=_num(got["p_value"][f, p]), n_before=int(got["n_before"][f, p]),
                 n_after=int(got["n_after"][f, p]),
@@ -168,7 +180,8 @@ def series_alerts(series: Series) -> list[AlertData]:
             explanation=explain(names[fid], rule, moved, a.version, b.version, late, early,
                                 int(to_final[p])),
             data_at=b.created, series_id=series.pk, function_id=fid,
-            metric=" and ".join(c.metric for c in moved), rule=rule, unit="µs",
+            metric=" and ".join(c.metric for c in moved if c.metric), rule=rule,
+            unit=lead.unit,
             before=lead.before, after=(lead.before + lead.diff
                                        if lead.before is not None and lead.diff is not None
                                        else None),

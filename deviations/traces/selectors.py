@@ -17,11 +17,12 @@ from deviations.stats.releases import (
     digressions,
     get_rule,
     level_digressions,
+    oriented,
     practical_verdicts,
     verdict_name,
 )
-from deviations.traces.models import Function, Release, Run, RunTimes, Series
-from deviations.traces.store import binary_values, generation, read_analysis
+from deviations.traces.models import Function, Metric, Release, Run, RunTimes, Series
+from deviations.traces.store import binary_values, generation, read_analysis, replicates
 
 
 def function_names(series: Series, ids: Any = None) -> dict[int, str]:
@@ -101,6 +102,8 @@ def release_times(release: Release) -> tuple[list[int], Any, Any, Any, list[Run]
     """Function ids and (functions × runs) matrices of self time, total time and calls.
 
     A function absent from a run was not called in it: its times are 0 there, not missing.
+    In a metric series the columns are replicates (a run listed once per replicate it
+    holds) and a value a run does not give is NaN.
     Runs are scattered into the matrices by a sorted search, not a dictionary per function
     (a release of a million functions: seconds otherwise).
     """
@@ -113,15 +116,22 @@ def release_times(release: Release) -> tuple[list[int], Any, Any, Any, list[Run]
         RunTimes.objects.filter(run__in=[r.pk for r in runs]),
         ("run_id", "function_ids", "self_us", "total_us", "calls"),
     )}
-    packed = [
+    packed: list[tuple[np.ndarray, ...]] = [
         tuple(np.frombuffer(bytes(a), dtype=t) for a, t in zip(
             found[run.pk], (RunTimes.INT, RunTimes.FLOAT, RunTimes.FLOAT, RunTimes.INT),
             strict=True))
         for run in runs
     ]
+    missing = 0.0
+    if release.series.is_metrics:  # one sample per replicate; a value not given is missing
+        packed = [p for p, run in zip(packed, runs, strict=True) for _ in range(run.samples)]
+        runs = [run for run in runs for _ in range(run.samples)]
+        packed = replicates(packed, [run.pk for run in runs])
+        missing = np.nan
     ids = _distinct_ids([a[0] for a in packed])
     shape = (len(ids), len(runs))
-    self_us, total_us, calls = np.zeros(shape), np.zeros(shape), np.zeros(shape, dtype=np.int64)
+    self_us, total_us = np.full(shape, missing), np.full(shape, missing)
+    calls = np.zeros(shape, dtype=np.int64)
     for j, (fids, s, t, c) in enumerate(packed):
         rows: Any = slice(None) if np.array_equal(fids, ids) else np.searchsorted(ids, fids)
         self_us[rows, j], total_us[rows, j], calls[rows, j] = s, t, c
@@ -146,7 +156,7 @@ def release_function_table(release: Release, limit: int = 100) -> list[dict[str,
     ids, self_us, total_us, calls, runs = release_times(release)
     if not runs:
         return []
-    key = -np.median(self_us, axis=1)
+    key = -np.nanmedian(self_us, axis=1) if len(self_us) else np.empty(0)
     if len(key) > limit:  # the candidates for the top only: a full sort of 1 M is ~0.1 s
         key_at_limit = np.partition(key, limit - 1)[limit - 1]
         candidates = np.flatnonzero(key <= key_at_limit)
@@ -161,7 +171,7 @@ def release_function_table(release: Release, limit: int = 100) -> list[dict[str,
             "id": ids[k],
             "name": names[ids[k]],
             "self_ms": med_self[k] / 1000,
-            "total_ms": float(np.median(total_us[k])) / 1000,
+            "total_ms": float(np.nanmedian(total_us[k])) / 1000,
             "calls": float(np.median(calls[k])),
             "runs": len(runs),
         }
@@ -188,9 +198,18 @@ def stored_analysis(
     found = read_analysis(series, metric, estimator, rule, wanted)
     if found is None or "verdict" not in found:
         return found
+    verdict, min_relative, min_absolute = found["verdict"], series.min_relative_change, \
+        series.min_absolute_change_us
+    if series.is_metrics:
+        # Each metric's own direction and alert threshold; no absolute floor (the rows
+        # have different units, the floor is in µs).
+        higher, threshold = metric_settings(found["function_ids"])
+        verdict = oriented(verdict, higher)
+        min_relative = np.where(np.isnan(threshold), min_relative, threshold / 100)[:, None]
+        min_absolute = 0.0
     verdict = practical_verdicts(
-        found["verdict"], found["diff"], found["before"],
-        min_relative=series.min_relative_change, min_absolute=series.min_absolute_change_us,
+        verdict, found["diff"], found["before"],
+        min_relative=min_relative, min_absolute=min_absolute,
     )
     found["verdict"] = verdict
     deviation = (verdict == REGRESSION) | (verdict == IMPROVEMENT)
@@ -201,6 +220,45 @@ def stored_analysis(
     if "early" in found:
         found["early"] = found["early"] & deviation
     return found
+
+
+def metric_settings(function_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of a metric series' analysis: higher is better (bool), and its alert
+    threshold in percent (NaN: the series' floor)."""
+    higher = np.zeros(len(function_ids), dtype=np.bool_)
+    threshold = np.full(len(function_ids), np.nan)
+    position = {int(f): i for i, f in enumerate(function_ids.tolist())}
+    for chunk in batches(list(position)):
+        for fid, direction, percent in Metric.objects.filter(function_id__in=chunk).filter(
+                Q(direction="higher_is_better") | Q(threshold_percent__isnull=False)
+        ).values_list("function_id", "direction", "threshold_percent"):
+            higher[position[fid]] = direction == "higher_is_better"
+            if percent is not None:
+                threshold[position[fid]] = percent
+    return higher, threshold
+
+
+def metric_settings_key(series: Series) -> tuple[tuple[int, str, float | None], ...]:
+    """What of a metric series' metrics changes its verdicts when read (directions, alert
+    thresholds): part of the key of every page kept from its analysis, as its minimum
+    practical change is. Empty for a trace series."""
+    if not series.is_metrics:
+        return ()
+    return tuple(Metric.objects.filter(function__series=series).filter(
+        Q(direction="higher_is_better") | Q(threshold_percent__isnull=False)
+    ).order_by("function_id").values_list("function_id", "direction", "threshold_percent"))
+
+
+def metric_units(series: Series, ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+    """(unit, direction) by function id of a metric series' rows; empty for a trace series."""
+    if not series.is_metrics:
+        return {}
+    out: dict[int, tuple[str, str]] = {}
+    for chunk in batches(list(ids)):
+        out.update((fid, (unit, direction)) for fid, unit, direction in
+                   Metric.objects.filter(function_id__in=chunk).values_list(
+                       "function_id", "unit", "direction"))
+    return out
 
 
 def final_since(series: Series, rule: str, run_counts: np.ndarray, versions: list[str]

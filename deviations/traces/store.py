@@ -630,3 +630,27 @@ def read_analysis(
         out = {k: v[order] for k, v in out.items()}
     return out | {"release_ids": release_ids, "function_ids": function_ids,
                   "run_counts": run_counts}
+
+
+def replicates(runs: list[tuple[np.ndarray, ...]], run_ids: Any) -> list[tuple[np.ndarray, ...]]:
+    """Runs as samples: in a metric series a run id is repeated once per replicate it
+    holds (``analysis.Columns``) and its arrays list each metric once per replicate, in
+    order; the ``j``-th repeat of a run keeps the ``j``-th entry of each metric. Runs that
+    appear once (every trace series) are returned as they are."""
+    ids = np.asarray(run_ids)
+    if len(np.unique(ids)) == len(ids):
+        return runs
+    out = []
+    seen: dict[int, int] = {}
+    for run, rid in zip(runs, ids.tolist(), strict=True):
+        j = seen.get(rid, 0)
+        seen[rid] = j + 1
+        fids = run[0]
+        order = np.argsort(fids, kind="stable")
+        sorted_ids = fids[order]
+        ranked = np.empty(len(fids), dtype=np.int64)
+        # Occurrence index of each entry among the entries of its metric.
+        ranked[order] = np.arange(len(fids)) - np.searchsorted(sorted_ids, sorted_ids)
+        keep = ranked == j
+        out.append(tuple(a[keep] for a in run))
+    return out

@@ -13,6 +13,8 @@ urlpatterns = [
         views.function_detail,
         name="function",
     ),
+    path("series/<str:name>/functions/<int:function_id>/direction/",
+         views.set_metric_direction, name="metric_direction"),
     path("series/<str:name>/releases/<str:version>/", views.release_detail, name="release"),
     path("runs/<int:run_id>/", views.run_detail, name="run"),
     path("series/<str:name>/compare/", views.compare_releases, name="compare"),

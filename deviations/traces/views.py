@@ -25,6 +25,7 @@ from deviations.traces import charts, compare, selectors
 from deviations.traces.matrix import MatrixQuery, cell_rows, cells_json, matrix_slice, range_problem
 from deviations.traces.models import Function, Release, ReleaseAnnotation, Run, Series
 from deviations.traces.uploads import files
+from deviations.traces.uploads.results import set_metric
 
 SERIES_FIELDS = ["series", "releases", "runs", "latest_from", "latest_to", "regressions",
                  "improvements", "newest_not_compared", "releases_lacking_runs"]
@@ -99,6 +100,7 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
     # (versions, the selects, "not in the matrix"), the notes marked on the figure.
     key = (
         "series_detail", request.path, _fields(series), series.page_generation, query,
+        selectors.metric_settings_key(series),
         tuple(_fields(r) + (r.runs_done, r.runs_failed, r.runs_pending) for r in releases),
         tuple(_fields(a) + (note_rules.byline(a),) for a in annotations),
     )
@@ -122,10 +124,16 @@ def _series_context(request: HttpRequest, series: Series, query: MatrixQuery,
         a = view.arrays
         release_urls = [reverse("release", args=[series.name, v]) + link
                         for v in view.releases]
+        names, what, unit = view.function_names, f"{query.metric} time", "ms"
+        if series.is_metrics:  # each row in its own unit, said beside its name
+            units = selectors.metric_units(series, view.function_ids)
+            names = [f"{n} ({units[f][0]})" if units.get(f, ("",))[0] else n
+                     for n, f in zip(names, view.function_ids, strict=True)]
+            what, unit = "metrics", "raw"
         figure = charts.deviation_matrix(
-            view.function_names, view.releases, a["verdict"], a["gap"], a["diff"],
+            names, view.releases, a["verdict"], a["gap"], a["diff"],
             a["diff_lo"], a["diff_hi"], a["estimate"], a["lo"], a["hi"], a["digression"],
-            urls, title=f"{query.metric} time, {query.estimator}, {query.rule_label}",
+            urls, title=f"{what}, {query.estimator}, {query.rule_label}", unit=unit,
             release_urls=release_urls, provisional=a["provisional"], relative=a["relative"],
             p_value=a["p_value"], n_before=a["n_before"], n_after=a["n_after"],
             early=a["early"],
@@ -176,14 +184,17 @@ def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpRe
         return _table_response(rows, selectors.FUNCTION_FIELDS, fmt, f"{series.name}-function")
     figure = narrowing = None
     unit: charts.Unit = "us"
+    metric = getattr(function, "metric", None) if series.is_metrics else None
     # The release of the matrix cell clicked to come here, outlined on the chart and table.
     highlight = request.GET.get("at", "")
     if detail is not None:
-        unit = charts.unit_for(detail.median[0])
+        unit = "raw" if series.is_metrics else charts.unit_for(detail.median[0])
+        what = (f"{metric.unit or 'value'}, {metric.get_direction_display()}"
+                if metric is not None else f"{query.metric} time")
         figure = charts.function_cis(
             detail.releases, detail.median, detail.mean, detail.verdict, detail.digression,
             samples=detail.samples, diff=detail.diff, gap=detail.gap, unit=unit,
-            title=f"{function.name}: {query.metric} time, {query.rule_label}",
+            title=f"{function.name}: {what}, {query.rule_label}",
             highlight=highlight or None,
         )
         notes.add_marks(figure, series, {v: r for r, v in enumerate(detail.releases)})
@@ -193,8 +204,9 @@ def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpRe
                                             title="Median CI against the number of runs")
     context = {
         "series": series, "function": function, "query": query, "detail": detail,
-        "figure": figure, "narrowing": narrowing, "unit": unit,
-        "unit_label": charts.UNIT_LABEL[unit], "highlight": highlight,
+        "figure": figure, "narrowing": narrowing, "unit": unit, "metric": metric,
+        "unit_label": metric.unit if metric is not None else charts.UNIT_LABEL[unit],
+        "highlight": highlight,
         "permalink": request.get_full_path(),
         "export_csv": "?" + query.params(format="csv"),
         "export_json": "?" + query.params(format="json"),
@@ -254,8 +266,9 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
             return HttpResponse(error, status=status, content_type="text/plain; charset=utf-8")
         return _table_response(rows, compare.FIELDS, fmt,
                                f"{series.name}-{query.base}-{query.new}")
-    # Milliseconds, as the release page's tables of many functions (exports stay in µs).
-    unit: charts.Unit = "ms"
+    # Milliseconds, as the release page's tables of many functions (exports stay in µs);
+    # a metric series' values as stored (each metric in its unit).
+    unit: charts.Unit = "raw" if series.is_metrics else "ms"
     context = {
         "series": series, "query": query, "result": result, "rows": rows, "error": error,
         "unit": unit, "unit_label": charts.UNIT_LABEL[unit],
@@ -284,6 +297,20 @@ def annotate_release(request: HttpRequest, name: str, version: str) -> HttpRespo
     except UserError as exc:
         return HttpResponse(exc.message, status=exc.status, content_type="text/plain")
     return redirect(release.get_absolute_url() + "#annotations")
+
+
+@login_required
+@require_POST
+def set_metric_direction(request: HttpRequest, name: str, function_id: int) -> HttpResponse:
+    """A metric's direction (its page's form; the series' owners): kept over what later
+    uploads say, applied at once (no new analysis)."""
+    function = get_object_or_404(Function, series__name=name, pk=function_id)
+    try:
+        set_metric(function.series, function.name,
+                   direction=request.POST.get("direction", ""), user=request.user)
+    except UserError as exc:
+        return HttpResponse(exc.message, status=exc.status, content_type="text/plain")
+    return redirect(reverse("function", args=[name, function_id]))
 
 
 @login_required

@@ -15,16 +15,20 @@ from deviations.traces.analysis import analyse_series
 from deviations.traces.models import Run, Series
 from deviations.traces.notify import after_analysis
 from deviations.traces.services import delete_series
+from deviations.traces.uploads.results import store_results
 from deviations.traces.uploads.runs import ThreadOptions, get_release, ingest_local_file
 
 SERIES = "chromium-demo.example-load"
+RESULTS_SERIES = "mylib-bench.linux"
 
 
 class Command(base.Command):
     help = (
         "Fill the database with demo data: a generated Chromium-like release series "
         f"({SERIES}, {len(demo.RELEASES)} releases x 5 runs, with planted deviations), demo "
-        "Telemetry histograms (4 probes x 60 builds, two lasting changes) and, on the embedded "
+        "Telemetry histograms (4 probes x 60 builds, two lasting changes), a metric series of "
+        f"benchmark results ({RESULTS_SERIES}, {len(demo.RESULTS_RELEASES)} releases x 5 "
+        "replicates, two planted changes) and, on the embedded "
         "default (SQLite), a superuser 'demo' (password 'demo'). Data already present is "
         "left as it is."
     )
@@ -64,6 +68,8 @@ class Command(base.Command):
             if existing is not None:
                 delete_series(existing)  # its kept trace files with it
             self._traces(opts["runs"])
+        if not Series.objects.filter(name=RESULTS_SERIES).exists() or opts["force"]:
+            self._results()
         # Four Telemetry probes × 60 builds (a lasting shift, a bimodal weight swap, a
         # one-build spike that must not alert, a stable probe); a second run changes nothing.
         ingest_demo_histograms(stdout=self.stdout)
@@ -84,3 +90,18 @@ class Command(base.Command):
             "56.0.2911.0, V8.ScriptCompiler digresses over 56.0.2900.0-56.0.2905.0."
         )
         self.stdout.write(f"demo series {SERIES}: {len(runs)} runs ingested, {failed} failed")
+
+    def _results(self) -> None:
+        existing = Series.objects.filter(name=RESULTS_SERIES).first()
+        if existing is not None:
+            delete_series(existing)
+        stored = store_results(RESULTS_SERIES, demo.demo_results_csv(), "demo-results.csv",
+                               analyse=False)
+        series = Series.objects.get(name=RESULTS_SERIES)
+        self.stdout.write(f"analysis: {analyse_series(series.pk)}")
+        after_analysis(series.pk)
+        Series.objects.filter(name=RESULTS_SERIES).update(
+            description="Generated demo of benchmark results: BM_ParseJSON/64k 25% slower "
+            "at 2.11.0, BM_Tokenize items_per_second 20% lower (worse) at 2.15.0.")
+        self.stdout.write(f"demo metric series {RESULTS_SERIES}: {len(stored.runs)} releases "
+                          f"of {stored.metrics} metrics")

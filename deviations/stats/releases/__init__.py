@@ -1,7 +1,7 @@
 """Verdicts between consecutive releases: one module per rule, and the rules' registry.
 
 - :mod:`.codes`: the verdict codes every rule shares, absent releases, the minimum
-  practical change (:func:`practical_verdicts`);
+  practical change (:func:`practical_verdicts`), a metric's direction (:func:`oriented`);
 - :mod:`.paper`: seed 003's rule on each adjacent pair (:func:`compare`, the DESIGN
   contract, and :func:`pair_statistics`, its vectorised form);
 - :mod:`.shifts`: the default rule, judged from a bounded window of releases around each
@@ -27,7 +27,7 @@ _EXPORTS = {
     **dict.fromkeys(
         ("APPEARED", "IMPROVEMENT", "NONSIGNIFICANT_OVERLAP", "NO_VERDICT", "REGRESSION",
          "SIGNIFICANT_OVERLAP", "VANISHED", "VERDICTS", "Estimator", "Verdict",
-         "absent_releases", "practical_verdicts", "verdict_name"), "codes"),
+         "absent_releases", "oriented", "practical_verdicts", "verdict_name"), "codes"),
     **dict.fromkeys(("DIGRESSION_SPAN", "digressions", "level_digressions"), "fallback"),
     **dict.fromkeys(("ComparisonMatrix", "compare_matrix"), "matrix"),
     **dict.fromkeys(("Comparison", "PairStatistics", "compare", "interval_gap",

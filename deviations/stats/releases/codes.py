@@ -50,6 +50,7 @@ __all__ = [
     "Estimator",
     "Verdict",
     "absent_releases",
+    "oriented",
     "practical_verdicts",
     "verdict_name",
 ]
@@ -109,6 +110,34 @@ def _deviation_codes(increase: BoolArray, direction: Direction) -> IntArray:
     return codes
 
 
+def oriented(verdict: npt.ArrayLike, higher_is_better: npt.ArrayLike) -> Int8Array:
+    """Verdicts decided as ``"lower_is_better"``, for rows whose metric is
+    ``"higher_is_better"``: their regressions and improvements swapped.
+
+    Every rule decides a deviation from ``diff = later − earlier`` and its interval, and
+    only then names it by the direction (:func:`_deviation_codes`); nothing else depends
+    on the direction, so swapping the two codes afterwards gives exactly the verdicts of
+    the rule run with ``direction="higher_is_better"`` on those rows (tested). A metric
+    series stores one analysis and applies each metric's direction when it is read, so a
+    user who changes a metric's direction needs no recomputation.
+
+    Parameters
+    ----------
+    verdict : array_like of int8, shape (rows, ...)
+    higher_is_better : array_like of bool, shape (rows,)
+
+    Returns
+    -------
+    ndarray of int8, the shape of ``verdict``
+    """
+    v = np.asarray(verdict, dtype=np.int8)
+    flip = np.asarray(higher_is_better, dtype=np.bool_).reshape((-1,) + (1,) * (v.ndim - 1))
+    out: Int8Array = np.where(flip & (v == REGRESSION), IMPROVEMENT,
+                              np.where(flip & (v == IMPROVEMENT), REGRESSION, v)
+                              ).astype(np.int8)
+    return out
+
+
 def absent_releases(samples: npt.ArrayLike) -> BoolArray:
     """Which (function, release) cells are *absent*: every run exactly 0.
 
@@ -148,7 +177,7 @@ def practical_verdicts(
     diff: npt.ArrayLike,
     before: npt.ArrayLike,
     *,
-    min_relative: float,
+    min_relative: float | npt.ArrayLike,
     min_absolute: float,
 ) -> Int8Array:
     """Deviations smaller than a minimum practical change become ``significant_overlap``.
@@ -165,20 +194,23 @@ def practical_verdicts(
         A regression or improvement is kept when ``|diff| >= min_absolute`` **and**
         ``|diff| >= min_relative * |before|``; otherwise it is "significant, not a
         deviation" (statistically real, too small to act on: seed 003 §VI.A on
-        practical significance). ``0, 0`` keeps every deviation.
+        practical significance). ``0, 0`` keeps every deviation. ``min_relative`` may
+        be an array broadcast against ``verdict`` (one floor per row: a metric's own
+        alert threshold, shape ``(rows, 1)``).
 
     Returns
     -------
     ndarray of int8
     """
-    if min_relative < 0 or min_absolute < 0:
+    rel = np.asarray(min_relative, dtype=np.float64)
+    if np.any(rel < 0) or np.any(np.isnan(rel)) or min_absolute < 0:
         raise ValueError("minimum practical changes must be >= 0")
     v = np.asarray(verdict)
     d = np.abs(np.asarray(diff, dtype=np.float64))
     b = np.abs(np.asarray(before, dtype=np.float64))
     deviation = (v == REGRESSION) | (v == IMPROVEMENT)
     with np.errstate(invalid="ignore"):
-        small = ~((d >= min_absolute) & (d >= min_relative * b))
+        small = ~((d >= min_absolute) & (d >= rel * b))
     out: Int8Array = np.where(deviation & small, SIGNIFICANT_OVERLAP, v).astype(np.int8)
     return out
 

@@ -29,7 +29,10 @@ class TraceUploadForm(forms.Form):
         max_length=100, help_text="e.g. chromium-linux.example-load",
         widget=forms.TextInput(attrs={"list": "series-names", "autocomplete": "off"}),
     )
-    release = forms.CharField(max_length=100, help_text="e.g. 56.0.2909.0 or 20161020030211")
+    release = forms.CharField(
+        max_length=100, required=False,
+        help_text="e.g. 56.0.2909.0 or 20161020030211 (not needed for a CSV of results "
+        "whose rows name their releases)")
     order = forms.IntegerField(
         required=False, min_value=0, max_value=MAX_ORDER,
         help_text="Optional: sort by this number, not the version.",
@@ -41,8 +44,11 @@ class TraceUploadForm(forms.Form):
     # the API and the CLI) instead of refusing the others with it.
     files = MultipleFileField(
         required=False, allow_empty_file=True,
-        help_text="One trace per run: .json or .json.gz.",
-        widget=MultipleFileInput(attrs={"accept": ".json,.gz,application/json,application/gzip"}),
+        help_text="One trace per run (.json, .json.gz, .pftrace, .perfetto-trace), or benchmark "
+        "results (.json, .csv, .log): the format is read from each file.",
+        widget=MultipleFileInput(attrs={
+            "accept": ".json,.gz,.pftrace,.perfetto-trace,.csv,.log,.txt,application/json,"
+                      "application/gzip,text/csv"}),
     )
 
     def clean_series(self) -> str:
@@ -51,4 +57,4 @@ class TraceUploadForm(forms.Form):
 
     def clean_release(self) -> str:
         value: str = self.cleaned_data["release"].strip()
-        return validated(check_version, value)
+        return validated(check_version, value) if value else ""

@@ -86,15 +86,24 @@ def safe_file_name(name: str) -> str:
     return (cleaned or "unnamed")[:255]
 
 
-def get_release(series_name: str, version: str, order: int | None = None) -> Release:
-    """The release, created with its series if new. Raises IngestError on bad names."""
+def get_release(series_name: str, version: str, order: int | None = None,
+                kind: str = Series.TRACES) -> Release:
+    """The release, created with its series (of this ``kind``) if new. Raises IngestError
+    on bad names, and when the series holds the other kind of data (trace files and
+    benchmark results are never mixed in one series)."""
     try:
         check_series_name(series_name)
         check_version(version)
         check_order(order)
     except UserError as exc:
         raise IngestError(exc.message) from None
-    series, _ = Series.objects.get_or_create(name=series_name)
+    series, _ = Series.objects.get_or_create(name=series_name, defaults={"kind": kind})
+    if series.kind != kind:
+        raise IngestError(
+            f"series {series_name!r} holds "
+            f"{'benchmark results' if series.is_metrics else 'trace files'}; "
+            f"{'trace files' if kind == Series.TRACES else 'benchmark results'} go into "
+            "a series of their own (another name)")
     existing = Release.objects.filter(series=series, version=version).first()
     if existing is None:
         _check_same_ordering(series, version, order)

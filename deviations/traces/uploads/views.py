@@ -14,6 +14,7 @@ from deviations.core.models import Ownership
 from deviations.core.uploads import check_upload_size
 from deviations.traces.models import Series
 from deviations.traces.uploads.forms import TraceUploadForm
+from deviations.traces.uploads.results import results_upload, submit_results
 from deviations.traces.uploads.runs import ThreadOptions
 from deviations.traces.uploads.submit import submit_uploads
 
@@ -34,15 +35,30 @@ def upload(request: HttpRequest) -> HttpResponse:
         check_upload_size(request)
         if form.is_valid():
             data = form.cleaned_data
-            submission = submit_uploads(
-                data["series"],
-                data["release"],
-                [(f.name, f) for f in data["files"]],
-                ThreadOptions(data["thread_name"], data["process_name"], data["all_threads"]),
-                order=data["order"],
-                user=request.user,
-            )
-            url = reverse("upload_status", args=[submission.batch])
+            if results_upload(data["series"], data["files"]):
+                batch = uuid.uuid4()
+                done = submit_results(
+                    data["series"], [(f.name, f) for f in data["files"]],
+                    release=data["release"] or None, order=data["order"], user=request.user,
+                    batch=batch,
+                )
+                unlisted = [u.error for u in done if u.error and u.failed is None]
+                if unlisted:  # no release to list them under on the status page
+                    stored = sum(u.stored is not None for u in done)
+                    raise UserError(f"{stored} file(s) stored; refused: " + "; ".join(unlisted))
+            else:
+                if not data["release"]:
+                    raise UserError("release: give the release these traces are runs of")
+                batch = submit_uploads(
+                    data["series"],
+                    data["release"],
+                    [(f.name, f) for f in data["files"]],
+                    ThreadOptions(data["thread_name"], data["process_name"],
+                                  data["all_threads"]),
+                    order=data["order"],
+                    user=request.user,
+                ).batch
+            url = reverse("upload_status", args=[batch])
             return JsonResponse({"status_url": url}) if wants_json else redirect(url)
         status = 400
     except TooLargeError as exc:
