@@ -261,11 +261,15 @@ class _Reader:
         ts_col, code_col, name_col, track_col = self.ts, self.code, self.name_id, self.track_id
         names, tracks, track_clock = self.names, self.tracks, self.track_clock
         self.n_packets += len(packets)
+        seq_id, seq = -1, _Sequence()
+        last_key: Any = None
+        last_track = last_clock = -1
         for p in packets:
-            seq_id = p.trusted_packet_sequence_id
-            seq = sequences.get(seq_id)
-            if seq is None:
-                seq = sequences[seq_id] = _Sequence()
+            if p.trusted_packet_sequence_id != seq_id:
+                seq_id = p.trusted_packet_sequence_id
+                seq = sequences.get(seq_id)  # type: ignore[assignment]
+                if seq is None:
+                    seq = sequences[seq_id] = _Sequence()
             flags = p.sequence_flags
             if flags & _SEQ_INCREMENTAL_STATE_CLEARED or p.incremental_state_cleared:
                 seq.clear()
@@ -280,12 +284,26 @@ class _Reader:
                     seq.names[entry.iid] = entry.name
             if not p.HasField("track_event"):
                 self._other(p, seq)
+                clock = p.timestamp_clock_id or seq.clock
+                if clock >= _FIRST_SEQUENCE_CLOCK and p.HasField("timestamp"):
+                    self._convert(seq, clock, p.timestamp)  # advances an incremental clock
                 continue
             self.n_events += 1
             if flags & _SEQ_NEEDS_INCREMENTAL_STATE and not seq.valid:
                 self.skipped_state += 1
                 continue
             ev = p.track_event
+            # time first: every event advances an incremental clock, ignored ones too
+            if seq.legacy_us is not None and not p.HasField("timestamp"):
+                if ev.HasField("timestamp_absolute_us"):
+                    seq.legacy_us = ev.timestamp_absolute_us
+                else:
+                    seq.legacy_us += ev.timestamp_delta_us
+                ts, clock = seq.legacy_us * 1000, _LEGACY_US_CLOCK
+            else:
+                ts, clock = p.timestamp, p.timestamp_clock_id or seq.clock or _BOOT_CLOCK
+                if clock >= _FIRST_SEQUENCE_CLOCK:
+                    ts, clock = self._convert(seq, clock, ts)
             kind = ev.type
             if kind == _TYPE_BEGIN or kind == _TYPE_END:  # noqa: PLR1714 (hot path)
                 code = kind
@@ -297,26 +315,17 @@ class _Reader:
                 self._ignore("i" if kind == _TYPE_INSTANT else "C" if kind == _TYPE_COUNTER
                              else "?")
                 continue
-            # time
-            if seq.legacy_us is not None and not p.HasField("timestamp"):
-                if ev.HasField("timestamp_absolute_us"):
-                    seq.legacy_us = ev.timestamp_absolute_us
-                else:
-                    seq.legacy_us += ev.timestamp_delta_us
-                ts, clock = seq.legacy_us * 1000, _LEGACY_US_CLOCK
-            else:
-                ts, clock = p.timestamp, p.timestamp_clock_id or seq.clock or _BOOT_CLOCK
-                if clock >= _FIRST_SEQUENCE_CLOCK:
-                    ts, clock = self._convert(seq, clock, ts)
             # track
             uuid = ev.track_uuid or seq.track
             key: Any = uuid if uuid else seq.thread or ("sequence", seq_id)
-            track = tracks.setdefault(key, len(tracks))
-            if track_clock.setdefault(track, clock) != clock:
-                raise self.fail(
-                    f"the events of one track are on two clocks ({track_clock[track]} and "
-                    f"{clock}): converting between clocks is not supported"
-                )
+            if key != last_key or clock != last_clock:
+                track = tracks.setdefault(key, len(tracks))
+                if track_clock.setdefault(track, clock) != clock:
+                    raise self.fail(
+                        f"the events of one track are on two clocks ({track_clock[track]} "
+                        f"and {clock}): converting between clocks is not supported"
+                    )
+                last_key, last_track, last_clock = key, track, clock
             # name
             iid = ev.name_iid
             if iid:
@@ -326,10 +335,13 @@ class _Reader:
                     label = f"(unknown name iid {iid})"
             else:
                 label = ev.name
+            name_id = names.get(label)
+            if name_id is None:
+                name_id = names[label] = len(names)
             ts_col.append(ts)
             code_col.append(code)
-            name_col.append(names.setdefault(label, len(names)))
-            track_col.append(track)
+            name_col.append(name_id)
+            track_col.append(last_track)
 
     def _legacy(self, legacy: Any) -> int:
         """The code of a legacy event (0: not a slice event, counted or skipped)."""
@@ -467,6 +479,11 @@ class _Reader:
         if self.missing_names:
             notes.append(f"{self.missing_names} event(s) named by an interned name id that "
                          "was never defined")
+        # Threads in (pid, tid) order, numbers before names, as the JSON reader lists them.
+        by_key = sorted(threads, key=lambda k: tuple((isinstance(x, str), x) for x in k))
+        rank = np.empty(len(by_key), dtype=np.int64)
+        rank[[threads[k] for k in by_key]] = np.arange(len(by_key))
+        track_thread = rank[track_thread] if len(rank) else track_thread
         n = len(self.ts)
         dur = np.full(n, np.nan)
         if self.durations:
@@ -481,7 +498,7 @@ class _Reader:
             name_id=np.frombuffer(self.name_id, dtype=np.int32).astype(np.int64),
             names=list(self.names),
             thread_of=track_thread[track_of] if n else np.zeros(0, dtype=np.int64),
-            threads=list(threads),
+            threads=by_key,
             process_names=dict(self.process_names),
             thread_names=thread_names,
             ignored=dict(sorted(self.ignored.items())),
