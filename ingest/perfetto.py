@@ -66,7 +66,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from google.protobuf import descriptor_pb2, descriptor_pool, message, message_factory
+from google.protobuf import (  # type: ignore[import-untyped]
+    descriptor_pb2,
+    descriptor_pool,
+    message,
+    message_factory,
+)
 
 from deviations.core.errors import UserError
 
@@ -171,7 +176,7 @@ def _message_class() -> Any:
             f.type = _F.TYPE_MESSAGE
             f.type_name = f".deviations.perfetto.{kind}"
         else:
-            f.type = kind  # type: ignore[assignment]
+            f.type = kind
     pool = descriptor_pool.DescriptorPool()
     pool.Add(file)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName("deviations.perfetto.Trace"))
@@ -244,7 +249,7 @@ class _Reader:
         self.sequences: dict[int, _Sequence] = {}
         self.descriptors: dict[int, _Track] = {}
         self.legacy_threads: dict[tuple[int, int], _Track] = {}  # thread_descriptor packets
-        self.process_names: dict[int, str] = {}
+        self.process_names: dict[int | str, str] = {}
         self.ignored: dict[str, int] = {}
         self.n_events = 0
         self.n_packets = 0
@@ -436,7 +441,7 @@ class _Reader:
                 no_descriptor += 1
             elif isinstance(key, tuple):
                 thread = key
-                t = legacy.get(key)  # type: ignore[arg-type]
+                t = legacy.get(key)
                 if t is not None:
                     label, chrome_type = t.thread_name, t.chrome_thread_type
             else:
@@ -451,7 +456,9 @@ class _Reader:
                     thread = (self._pid_of(key), f"track {key}")
                     label = d.name
             if not label and chrome_type == _CHROME_MAIN_THREAD:
-                label = _CHROME_MAIN_THREADS.get(self.process_names.get(thread[0], ""), "")  # type: ignore[call-overload]
+                pid = thread[0]
+                process = self.process_names.get(pid, "")
+                label = _CHROME_MAIN_THREADS.get(process, "")
             position = threads.setdefault(thread, len(threads))
             if label:
                 thread_names.setdefault(thread, label)
@@ -499,7 +506,7 @@ class _Reader:
             names=list(self.names),
             thread_of=track_thread[track_of] if n else np.zeros(0, dtype=np.int64),
             threads=by_key,
-            process_names=dict(self.process_names),
+            process_names=self.process_names,
             thread_names=thread_names,
             ignored=dict(sorted(self.ignored.items())),
             notes=notes,
@@ -528,8 +535,8 @@ def _pieces(data: bytes | bytearray, fail: Any) -> list[tuple[int, int]]:
     while i < n:
         if data[i] != _PACKET_TAG:
             if i == 0:
-                char = chr(data[0])
-                raise fail(f"it starts with {char if char.isprintable() else '0x%02x' % data[0]!r}"
+                char = chr(data[0]) if chr(data[0]).isprintable() else f"0x{data[0]:02x}"
+                raise fail(f"it starts with {char!r}"
                            " at byte 0, where JSON has '[' or '{' and a Perfetto trace a packet "
                            "(0x0a)")
             raise fail(f"byte {i} does not start a trace packet (0x{data[i]:02x}, expected 0x0a)")
