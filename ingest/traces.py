@@ -89,7 +89,7 @@ import msgspec
 import numpy as np
 
 from deviations.core.errors import UserError
-from ingest import reading
+from ingest import perfetto, reading
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -331,6 +331,8 @@ def _parse(
 ) -> FunctionTimes:
     counts = _Counts()
     data = reading.read_bounded(source, name, max_bytes, TraceError)
+    if not _is_json(data):
+        return _perfetto_times(data, name, thread_name, process_name, all_threads, counts)
     columns = _decode_in_pieces(data)
     if columns is None:  # the whole file at once: the slow path, and every error message
         events, tagged = _decode(data, name, counts)
@@ -364,6 +366,62 @@ def _parse(
     is_first = first == np.arange(n)
     name_id = (np.cumsum(is_first) - 1)[first]
     del first, is_first
+    return _function_times(
+        n, code, ts, dur, name_id, unique_names, thread_of, thread_keys, proc_names,
+        thread_names, ignored, thread_name, process_name, all_threads, name, counts,
+    )
+
+
+def _is_json(data: bytes | bytearray) -> bool:
+    """JSON (optional BOM and whitespace, then '[' or '{'), or empty: else Perfetto protobuf."""
+    head = data[:4096]
+    if head[:3] == _UTF8_BOM:
+        head = head[3:]
+    head = head.lstrip(_WHITESPACE)
+    return not head or head[:1] in (b"[", b"{")
+
+
+def _perfetto_times(
+    data: bytes | bytearray,
+    name: str,
+    thread_name: str,
+    process_name: str,
+    all_threads: bool,
+    counts: _Counts,
+) -> FunctionTimes:
+    """A Perfetto protobuf trace: its slice events (``ingest.perfetto``) through the same
+    nesting and timing as a JSON trace's (B, E and X events)."""
+    events = perfetto.read_events(data, name, TraceError)
+    del data
+    code = _PERFETTO_CODES[events.code]
+    counts.notes.extend(events.notes)
+    return _function_times(
+        events.n_events, code, events.ts_us, events.dur_us, events.name_id, events.names,
+        events.thread_of, events.threads, events.process_names, events.thread_names,
+        events.ignored, thread_name, process_name, all_threads, name, counts,
+    )
+
+
+def _function_times(
+    n: int,
+    code: np.ndarray,
+    ts: np.ndarray,
+    dur: np.ndarray,
+    name_id: np.ndarray,
+    unique_names: list[str],
+    thread_of: np.ndarray,
+    thread_keys: list[tuple[int | str, int | str]],
+    proc_names: dict[int | str, str],
+    thread_names: dict[tuple[int | str, int | str], str],
+    ignored: dict[str, int],
+    thread_name: str,
+    process_name: str,
+    all_threads: bool,
+    name: str,
+    counts: _Counts,
+) -> FunctionTimes:
+    """Per-function times of the selected threads, from the events as columns (each
+    event's phase code, ts, dur, name id and thread index), whatever the file's format."""
     empty_id = _find(unique_names, "")
 
     is_slice = (code == _B) | (code == _E) | (code == _X)
@@ -794,6 +852,9 @@ def _sweep_all(
 
 
 _WHITESPACE = b" \t\r\n"
+#: ingest.perfetto's event codes as phase codes.
+_PERFETTO_CODES = np.zeros(max(perfetto.BEGIN, perfetto.END, perfetto.COMPLETE) + 1, np.uint8)
+_PERFETTO_CODES[[perfetto.BEGIN, perfetto.END, perfetto.COMPLETE]] = (_B, _E, _X)
 _UTF8_BOM = b"\xef\xbb\xbf"
 #: The fast path decodes the event array in pieces of about this many bytes, each turned
 #: into numpy columns before the next is decoded: the objects of the whole file (~2x its

@@ -27,6 +27,7 @@ from ingest.histograms import HistogramError, parse_histogram_file
 from ingest.traces import TraceError, parse_trace
 from tests.conftest import SHARED_DATA, plain_histogram, renderer_events
 from tests.ingest.mutations import cases
+from tests.ingest.twins import Process, Thread, chrome_like, to_perfetto
 
 FIXTURES = SHARED_DATA / "traces" / "fixtures"
 HISTOGRAMS = SHARED_DATA / "histograms"
@@ -44,8 +45,18 @@ def _trace_seeds() -> list[bytes]:
              "catapult__nanoseconds.json"]
     # Real files as seeds where ../shared is beside the clone (CI); the suite's own
     # documents alone otherwise (a clone of the repository must pass by itself).
-    return [s.encode() for s in own] + [(FIXTURES / f).read_bytes() for f in files
-                                        if (FIXTURES / f).is_file()]
+    return [s.encode() for s in own] + _perfetto_seeds() + [
+        (FIXTURES / f).read_bytes() for f in files if (FIXTURES / f).is_file()]
+
+
+def _perfetto_seeds() -> list[bytes]:
+    """Perfetto protobuf traces: interned names, absolute and incremental clocks."""
+    import random
+
+    small = [Process(5, "Renderer", [Thread(1, "CrRendererMain", [
+        ("B", "A", 0), ("B", "B", 2), ("E", 5), ("I", "m", 6), ("E", 10), ("B", "A", 20)])])]
+    return [to_perfetto(small), to_perfetto(small, incremental_clock=True, interned=False),
+            to_perfetto(chrome_like(random.Random(1), tasks=2), incremental_clock=True)]
 
 
 def _histogram_seeds() -> list[bytes]:
@@ -82,6 +93,12 @@ def test_trace_parser_raises_only_its_error() -> None:
     )
     # The mutations reach the parser's depths: some cases still parse.
     assert parsed > 1_000
+    perfetto_parsed, perfetto_refused = _fuzz(
+        _perfetto_seeds(), lambda d: parse_trace(d, display_name="fuzz.json", all_threads=True),
+        TraceError, 5_000,
+    )
+    assert perfetto_parsed > 100
+    assert perfetto_refused > 100
     assert refused > 1_000
 
 

@@ -654,8 +654,8 @@ def test_event_cut_in_the_middle_is_truncated_json() -> None:
     [
         (b"", ("empty file",)),
         (b" \n\t ", ("empty file",)),
-        (b"hello", ("not a JSON trace", "'h' at byte 0")),
-        (b"  42", ("not a JSON trace", "'4' at byte 2")),
+        (b"hello", ("not a JSON or Perfetto trace", "'h' at byte 0")),
+        (b"  42", ("not a JSON or Perfetto trace", "' ' at byte 0")),
         (b'[{"ph": "X"} oops]', ("not valid JSON", "byte 13")),
         (b'{"traceEvents": [], "x": }', ("not valid JSON", "byte")),
         (b'{"events": []}', ("not a trace", "no 'traceEvents'")),
