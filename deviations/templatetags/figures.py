@@ -91,6 +91,8 @@ def in_unit(value_us: float | None, unit: str) -> str:
     in the unit of the chart beside it."""
     if value_us is None:
         return ""
-    if unit == "raw":  # a metric's value in its own unit: significant digits
+    if unit == "raw":  # a metric's value in its own unit: 5 significant digits, no exponent
+        if value_us != 0 and abs(value_us) >= 1e5:
+            return f"{float(f'{value_us:.5g}'):,.0f}"
         return f"{value_us:.5g}"
     return f"{value_us / US_PER_UNIT[unit]:.{_DECIMALS[unit]}f}"

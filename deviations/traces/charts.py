@@ -411,14 +411,22 @@ SAMPLES_DX: Final = -0.3
 """Offsets within a release's slot [-0.5, 0.5]: runs, median CI, mean CI side by side."""
 
 
+def _axis_title(unit: Unit, label: str) -> str:
+    return (label or "value") if unit == "raw" else f"time ({label})"
+
+
 def function_cis(
     releases: Sequence[str], median: _Intervals | Sequence[npt.ArrayLike],
     mean: _Intervals | Sequence[npt.ArrayLike], verdict: npt.ArrayLike,
     digression: npt.ArrayLike, *, unit: Unit = "ms",
     samples: Sequence[Sequence[float]] | None = None, diff: npt.ArrayLike | None = None,
     gap: npt.ArrayLike | None = None, title: str = "", highlight: str | None = None,
+    unit_label: str | None = None,
 ) -> Figure:
     """One function's CIs across releases: seed 003, Figures 6–8.
+
+    ``unit="raw"`` with ``unit_label`` (a metric series' metric: values as stored, in
+    their own unit) labels the axis and hovers with that unit instead of a time's.
 
     ``median`` and ``mean`` have ``estimate``, ``lo``, ``hi`` of shape ``(R,)``
     (attributes or a 3-sequence), in microseconds; ``verdict``/``digression`` have
@@ -503,7 +511,7 @@ def function_cis(
                        "layer": "below", "name": "highlight"})
     layout = {
         "title": {"text": plotly_text(title)}, "xaxis": _release_axis(rnames),
-        "yaxis": {"title": {"text": f"time ({ul})"}}, "shapes": shapes, "hovermode": "closest",
+        "yaxis": {"title": {"text": _axis_title(unit, ul)}}, "shapes": shapes, "hovermode": "closest",
         "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
     }
     return {"data": data, "layout": layout}
@@ -512,8 +520,11 @@ def function_cis(
 def ci_narrowing(
     n_runs: Sequence[int], estimate: npt.ArrayLike, lo: npt.ArrayLike, hi: npt.ArrayLike,
     *, labels: Sequence[str] | None = None, unit: Unit = "ms", title: str = "",
+    unit_label: str | None = None,
 ) -> Figure:
     """How a CI narrows as runs are added: seed 003, Figure 10 (5, 10, 20, 50 runs).
+
+    ``unit_label``: as :func:`function_cis`'s (a metric's own unit with ``unit="raw"``).
 
     ``estimate``, ``lo``, ``hi`` (microseconds) have shape ``(N,)`` for one release, or
     ``(N, K)`` for K releases side by side (e.g. the two releases of a pair, whose
@@ -535,7 +546,7 @@ def ci_narrowing(
     names = _texts(labels) if labels is not None else [f"release {k + 1}" for k in range(n_k)]
     if len(names) != n_k:
         raise ValueError(f"labels must have {n_k} entries, got {len(names)}")
-    per, ul = US_PER_UNIT[unit], UNIT_LABEL[unit]
+    per, ul = US_PER_UNIT[unit], UNIT_LABEL[unit] if unit_label is None else unit_label
     palette = (MEDIAN_COLOR, REGRESSION_COLOR, IMPROVEMENT_COLOR, "#009E73", "#CC79A7", "#E69F00")
     tmpl = (f"%{{customdata[0]}}, %{{customdata[1]}} runs<br>%{{customdata[2]:.4~g}} {ul} "
             "[%{customdata[3]:.4~g}, %{customdata[4]:.4~g}]<br>"

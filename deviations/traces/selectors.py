@@ -179,6 +179,24 @@ def release_function_table(release: Release, limit: int = 100) -> list[dict[str,
     ]
 
 
+def release_metric_table(release: Release) -> list[dict[str, Any]]:
+    """A metric series' release: every metric's median over its values, unit and count,
+    by name (their units differ: no order by size)."""
+    ids, values, _, _, runs = release_times(release)
+    if not runs:
+        return []
+    names = function_names(release.series, ids)
+    units = metric_units(release.series, ids)
+    given = ~np.isnan(values)
+    rows = []
+    for k, fid in enumerate(ids):
+        row = values[k][given[k]]
+        rows.append({"id": fid, "name": names[fid], "unit": units.get(fid, ("", ""))[0],
+                     "median": float(np.median(row)) if len(row) else None,
+                     "values": int(len(row))})
+    return sorted(rows, key=lambda r: r["name"].casefold())
+
+
 def stored_analysis(
     series: Series, metric: str, estimator: str, rule: str, keys: Iterable[str] | None = None
 ) -> dict[str, np.ndarray] | None:

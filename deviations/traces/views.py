@@ -195,16 +195,18 @@ def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpRe
             detail.releases, detail.median, detail.mean, detail.verdict, detail.digression,
             samples=detail.samples, diff=detail.diff, gap=detail.gap, unit=unit,
             title=f"{function.name}: {what}, {query.rule_label}",
-            highlight=highlight or None,
+            highlight=highlight or None, unit_label=metric.unit if metric else None,
         )
         notes.add_marks(figure, series, {v: r for r, v in enumerate(detail.releases)})
         if detail.narrowing is not None:
             n, est, lo, hi, label = detail.narrowing
             narrowing = charts.ci_narrowing(n, est, lo, hi, labels=[label], unit=unit,
+                                            unit_label=metric.unit if metric else None,
                                             title="Median CI against the number of runs")
     context = {
         "series": series, "function": function, "query": query, "detail": detail,
         "figure": figure, "narrowing": narrowing, "unit": unit, "metric": metric,
+        "sample_word": "value" if series.is_metrics else "run",
         "unit_label": metric.unit if metric is not None else charts.UNIT_LABEL[unit],
         "highlight": highlight,
         "permalink": request.get_full_path(),
@@ -225,10 +227,20 @@ def release_detail(request: HttpRequest, name: str, version: str) -> HttpRespons
     if fmt in ("csv", "json"):
         rows = [dict(c, url=None) for c in changes["rows"]]
         return _table_response(rows, RELEASE_CHANGE_FIELDS, fmt, f"{name}-{version}-changes")
+    series = release.series
+    if series.is_metrics:  # each metric's unit beside its name, its values as stored
+        rows = [c for kind in ("regressions", "improvements") for c in changes[kind]]
+        units = selectors.metric_units(series, [c["function_id"] for c in rows])
+        for c in rows:
+            c["unit"] = units.get(c["function_id"], ("", ""))[0]
     context = {
-        "release": release, "series": release.series, "query": query, "changes": changes,
+        "release": release, "series": series, "query": query, "changes": changes,
+        "unit": "raw" if series.is_metrics else "ms",
+        "unit_label": "" if series.is_metrics else "ms",
+        "sample_word": "value" if series.is_metrics else "run",
         "runs": release.runs.order_by("created", "id"),
-        "table": selectors.release_function_table(release),
+        "table": (selectors.release_metric_table(release) if series.is_metrics
+                  else selectors.release_function_table(release)),
         "runs_done": release.runs.filter(status=Run.DONE).count(),
         "permalink": request.get_full_path(),
         "export_csv": "?" + query.params(format="csv"),
@@ -266,12 +278,17 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
             return HttpResponse(error, status=status, content_type="text/plain; charset=utf-8")
         return _table_response(rows, compare.FIELDS, fmt,
                                f"{series.name}-{query.base}-{query.new}")
+    if series.is_metrics:  # each metric's unit beside its name
+        units = selectors.metric_units(series, [r["function_id"] for r in rows])
+        rows = [dict(r, unit=units.get(r["function_id"], ("", ""))[0]) for r in rows]
     # Milliseconds, as the release page's tables of many functions (exports stay in µs);
     # a metric series' values as stored (each metric in its unit).
     unit: charts.Unit = "raw" if series.is_metrics else "ms"
     context = {
         "series": series, "query": query, "result": result, "rows": rows, "error": error,
         "unit": unit, "unit_label": charts.UNIT_LABEL[unit],
+        "file_word": "file" if series.is_metrics else "run",
+        "sample_word": "value" if series.is_metrics else "run",
         "releases": selectors.releases_with_counts(series),
         "fdr": compare.FDR, "min_change": series.min_relative_change,
         "min_change_us": series.min_absolute_change_us,

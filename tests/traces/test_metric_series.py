@@ -264,7 +264,15 @@ def test_pages_of_a_metric_series(client: Client) -> None:
     text = page.content.decode()
     assert "Median (ms)" in text
     assert "lower is better" in text
-    assert client.get(f"/series/bench/releases/{PLANTED}/").status_code == 200
+    page = client.get(f"/series/bench/releases/{PLANTED}/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Values compared" in text
+    assert "(ops/s)" in text  # the regression's unit beside its name
+    assert "-300" in text or "-29" in text  # ops/s as stored, not divided into "ms"
+    assert 'id="metrics"' in text
+    run = Run.objects.filter(series=series).first()
+    assert "not kept as files" in client.get(f"/runs/{run.pk}/").content.decode()
     page = client.get(f"/series/bench/compare/?base=1.5&new={PLANTED}")
     assert page.status_code == 200
     result = client.get(f"/series/bench/compare/?base=1.5&new={PLANTED}&format=json").json()

@@ -13,7 +13,8 @@ from deviations.traces.models import Series
 class Command(base.Command):
     help = (
         "Compare any two releases of a series, function by function, and write one row per "
-        "function to standard output (microseconds): base and new, the verdict (regression, "
+        "function to standard output (microseconds; a metric series: each metric in its "
+        "unit): base and new, the verdict (regression, "
         "improvement, appeared, vanished, below_threshold, unchanged), both medians with their "
         "95%% intervals, diff = new - base with its interval, change_pct, the test's p-value "
         "and its Benjamini-Hochberg q-value over all the functions. A regression or "

@@ -21,7 +21,8 @@ FIELDS = {
 
 class Command(base.Command):
     help = (
-        "Write a series' data to standard output, in microseconds. "
+        "Write a series' data to standard output, in microseconds (a metric series: each "
+        "metric in its own unit, its rows named like functions). "
         "selftimes: one row per run and function (release, run = the file name given at "
         "ingest, function, self_us, total_us, calls). stats: per release and function, n and "
         "the median and mean with their confidence intervals (none for one run). "
