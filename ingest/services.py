@@ -7,8 +7,11 @@ histograms; ``deviations.experiments.ab.services``: A/B runs; the canaries' serv
 observations). Traces: ``parse_trace`` (``FunctionTimes``); histograms:
 ``parse_histogram_file`` (``HistogramRecord``); A/B runs: ``parse_ab_file``; canary
 observations: ``parse_observations`` (CSV); a series in one command: ``read_manifest``,
-``read_folders``. Errors are ``UserError`` subclasses (``TraceError``, ``HistogramError``,
-``ABFormatError``, ``ObservationsError``, ``ManifestError``) with "<file>: <reason>"
+``read_folders``; benchmark results of CI tools (Google Benchmark, pytest-benchmark,
+hyperfine, asv, Perfherder, Bencher's BMF, CSV): ``parse_results`` (``ResultSet`` of
+``MetricValues``), ``detect_format``, ``direction_from_unit``, ``convert_values``. Errors
+are ``UserError`` subclasses (``TraceError``, ``HistogramError``, ``ABFormatError``,
+``ObservationsError``, ``ManifestError``, ``ResultsError``) with "<file>: <reason>"
 messages.
 """
 
@@ -22,24 +25,46 @@ from ingest.histograms import (
 )
 from ingest.manifest import ManifestEntry, ManifestError, read_folders, read_manifest
 from ingest.reading import display_name
+from ingest.results import (  # DEFAULT_MAX_BYTES and FORMATS: the results readers'
+    DEFAULT_MAX_BYTES,
+    FORMATS,
+    Direction,
+    MetricValues,
+    ResultsError,
+    ResultSet,
+    convert_values,
+    detect_format,
+    direction_from_unit,
+    parse_results,
+)
 from ingest.traces import FunctionTimes, TraceError, parse_trace
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
+    "FORMATS",
     "ABData",
     "ABFormatError",
+    "Direction",
     "FunctionTimes",
     "HistogramError",
     "HistogramRecord",
     "ManifestEntry",
     "ManifestError",
+    "MetricValues",
     "Observations",
     "ObservationsError",
+    "ResultSet",
+    "ResultsError",
     "TraceError",
     "bucket_lower_bounds",
+    "convert_values",
+    "detect_format",
+    "direction_from_unit",
     "display_name",
     "parse_ab_file",
     "parse_histogram_file",
     "parse_observations",
+    "parse_results",
     "parse_trace",
     "read_folders",
     "read_manifest",
