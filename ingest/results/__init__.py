@@ -65,9 +65,10 @@ _JSON_READERS: dict[str, tuple[Callable[[Any], bool], Callable[[Any, str], Resul
 
 
 def detect_format(data: bytes, name: str) -> str:
-    """The format of a results file (one of ``FORMATS``) from its content; ``name`` is the
-    file's name for the error, which lists the formats when none matches."""
-    return _detect(decode_text(data, name), name)[0]
+    """The format of a results file (one of ``FORMATS``) from its content, gzip or not;
+    ``name`` is the file's name for the error, which lists the formats when none matches."""
+    return _detect(decode_text(read_bounded(data, name, DEFAULT_MAX_BYTES, ResultsError), name),
+                   name)[0]
 
 
 def _detect(text: str, label: str) -> tuple[str, Any]:
@@ -86,8 +87,7 @@ def _detect(text: str, label: str) -> tuple[str, Any]:
     elif plain_csv.header_of(text) is not None:
         return "csv", None
     raise ResultsError(
-        f"{label}: not a results file of a known format ({', '.join(FORMATS)}): "
-        "see the formats' descriptions for what each holds")
+        f"{label}: not a results file of a known format ({', '.join(FORMATS)})")
 
 
 def parse_results(

@@ -173,6 +173,7 @@ def test_minimal_documents_cover_every_format() -> None:
 def test_detect_format_on_minimal_documents(fmt: str) -> None:
     data = MINIMAL[fmt].encode()
     assert detect_format(data, "f") == fmt
+    assert detect_format(gzip.compress(data), "f.gz") == fmt
     result = parse_results(data)
     assert result.format == fmt
     assert len(result.metrics) == 1
