@@ -80,7 +80,7 @@ def _detect(text: str, label: str) -> tuple[str, Any]:
     if not stripped.startswith("{") and perfherder.MARKER in text:
         return "perfherder", None
     if stripped.startswith(("{", "[")):
-        doc = load_json(text, label, "JSON")
+        doc = load_json(text, label)
         for fmt, (looks_like, _parse) in _JSON_READERS.items():
             if looks_like(doc):
                 return fmt, doc
@@ -130,5 +130,5 @@ def _parse(fmt: str, text: str, doc: Any, label: str) -> ResultSet:
             return perfherder.parse_text(text, label)
         if not text.strip():
             raise ResultsError(f"{label}: the file is empty")
-        doc = load_json(text, label, "JSON")
+        doc = load_json(text, label)
     return _JSON_READERS[fmt][1](doc, label)

@@ -212,19 +212,19 @@ def decode_text(data: bytes | bytearray, label: str) -> str:
         raise ResultsError(f"{label}: not UTF-8 text (byte {e.start})") from None
 
 
-def load_json(text: str, label: str, what: str) -> Any:
-    """JSON text as Python data. ``NaN`` and ``Infinity`` literals (Google Benchmark writes
-    them) are read as floats, so only a value that is used is refused."""
+def load_json(text: str, label: str) -> Any:
+    """JSON text as Python data. ``NaN`` and ``Infinity`` literals (Google Benchmark and asv
+    write them) are read as floats, so only a value that is used is refused."""
     try:
         return json.loads(text)
     except RecursionError:  # [[[[... thousands deep
-        raise ResultsError(f"{label}: {what}: JSON nested too deeply") from None
+        raise ResultsError(f"{label}: JSON nested too deeply") from None
     except json.JSONDecodeError as e:
         raise ResultsError(
-            f"{label}: {what}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})"
+            f"{label}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})"
         ) from None
     except ValueError as e:  # an integer of more than 4,300 digits
-        raise ResultsError(f"{label}: {what}: not valid JSON ({e})") from None
+        raise ResultsError(f"{label}: not valid JSON ({e})") from None
 
 
 def require_object(doc: Any, label: str, what: str) -> dict[str, Any]:

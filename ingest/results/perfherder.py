@@ -70,7 +70,7 @@ def parse_text(text: str, label: str) -> ResultSet:
     """A log with ``PERFHERDER_DATA:`` lines, or one JSON object."""
     if MARKER in text:
         return parse_objects(objects_of_log(text, label), label)
-    return parse_doc(load_json(text, label, "PERFHERDER_DATA"), label)
+    return parse_doc(load_json(text, label), label)
 
 
 def parse_doc(doc: Any, label: str) -> ResultSet:

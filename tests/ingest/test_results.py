@@ -267,6 +267,11 @@ def test_hyperfine_without_times_reads_the_mean_with_a_note() -> None:
     assert "mean" in result.notes[0]
 
 
+def test_hyperfine_failed_runs_are_noted() -> None:
+    doc = {"results": [{"command": "x", "times": [0.5, 0.6], "exit_codes": [0, 1]}]}
+    assert "non-zero" in parse_results(json.dumps(doc).encode()).notes[0]
+
+
 def test_asv_old_layout_failed_and_skipped_results() -> None:
     doc = {"commit_hash": "abc", "version": 1, "results": {
         "m.time_a": 0.5,
