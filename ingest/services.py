@@ -2,15 +2,18 @@
 readers from here, never from ingest's other modules.
 
 Every reader turns bytes into plain data and touches no database; the features own what
-they write (``deviations.traces.uploads``: trace runs; ``deviations.histograms.store``:
-histograms; ``deviations.experiments.ab.services``: A/B runs; the canaries' services:
-observations). Traces: ``parse_trace`` (``FunctionTimes``); histograms:
-``parse_histogram_file`` (``HistogramRecord``); A/B runs: ``parse_ab_file``; canary
-observations: ``parse_observations`` (CSV); CI benchmark results: ``parse_results``
-(``ResultSet``, ``ingest.results``; ``looks_like_trace`` tells them from traces); a
-series in one command: ``read_manifest``, ``read_folders``. Errors are ``UserError``
-subclasses (``TraceError``, ``HistogramError``, ``ABFormatError``, ``ObservationsError``,
-``ResultsError``, ``ManifestError``) with "<file>: <reason>" messages.
+they write (``deviations.traces.uploads``: trace runs and benchmark results;
+``deviations.histograms.store``: histograms; ``deviations.experiments.ab.services``: A/B
+runs; the canaries' services: observations). Traces (Chrome JSON or Perfetto protobuf):
+``parse_trace`` (``FunctionTimes``); histograms: ``parse_histogram_file``
+(``HistogramRecord``); A/B runs: ``parse_ab_file``; canary observations:
+``parse_observations`` (CSV); benchmark results of CI tools (Google Benchmark,
+pytest-benchmark, hyperfine, asv, Perfherder, Bencher's BMF, CSV): ``parse_results``
+(``ResultSet`` of ``MetricValues``), ``detect_format``, ``direction_from_unit``,
+``convert_values``; which of traces or results a file is: ``looks_like_trace``; a series
+in one command: ``read_manifest``, ``read_folders``. Errors are ``UserError`` subclasses
+(``TraceError``, ``HistogramError``, ``ABFormatError``, ``ObservationsError``,
+``ManifestError``, ``ResultsError``) with "<file>: <reason>" messages.
 """
 
 from ingest.ab import ABData, ABFormatError, parse_ab_file
@@ -29,8 +32,10 @@ from ingest.manifest import (
     read_manifest,
 )
 from ingest.reading import display_name
+from ingest.results import DEFAULT_MAX_BYTES as RESULTS_MAX_BYTES
 from ingest.results import (
     FORMATS,
+    Direction,
     MetricValues,
     ResultsError,
     ResultSet,
@@ -43,19 +48,21 @@ from ingest.sniff import HEAD_BYTES, looks_like_trace
 from ingest.traces import FunctionTimes, TraceError, parse_trace
 
 __all__ = [
-    "ABData",
-    "HEAD_BYTES",
     "FORMATS",
+    "HEAD_BYTES",
+    "RESULTS_MAX_BYTES",
+    "RESULTS_SUFFIXES",
+    "ABData",
     "ABFormatError",
+    "Direction",
     "FunctionTimes",
     "HistogramError",
     "HistogramRecord",
     "ManifestEntry",
-    "MetricValues",
     "ManifestError",
+    "MetricValues",
     "Observations",
     "ObservationsError",
-    "RESULTS_SUFFIXES",
     "ResultSet",
     "ResultsError",
     "TraceError",

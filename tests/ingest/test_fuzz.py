@@ -2,7 +2,7 @@
 
 Every case either parses or raises the parser's ``UserError`` subclass with a message
 naming the file; through the upload paths, a bad file fails alone, leaves no partial row
-and no uploaded bytes behind. Bounded: ~40,000 parser cases and a few hundred uploads run
+and no uploaded bytes behind. Bounded: ~60,000 parser cases and a few hundred uploads run
 in seconds. ``python -m tests.ingest.mutations`` holds the mutator.
 """
 
@@ -24,6 +24,7 @@ from deviations.traces.models import Run, RunTimes
 from ingest.ab import ABFormatError, parse_ab_file
 from ingest.canaries import ObservationsError, parse_observations
 from ingest.histograms import HistogramError, parse_histogram_file
+from ingest.results import FORMATS, ResultsError, parse_results
 from ingest.traces import TraceError, parse_trace
 from tests.conftest import SHARED_DATA, plain_histogram, renderer_events
 from tests.ingest.mutations import cases
@@ -163,6 +164,34 @@ def test_canary_observations_parser_raises_only_its_error() -> None:
     assert refused > 1_000
 
 
+RESULTS = Path(__file__).resolve().parent / "results_fixtures"
+
+
+def _results_seeds(fmt: str) -> list[bytes]:
+    """Two releases of the tool's real output (r01, r05) and the hand-made documents."""
+    from tests.ingest.test_results import MINIMAL
+
+    files = sorted((RESULTS / fmt).glob("r0[15].*"))
+    return [f.read_bytes() for f in files] + [MINIMAL[fmt].encode()]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_results_readers_raise_only_their_error(fmt: str) -> None:
+    """~20,000 cases over the seven formats: every case parses whole or raises
+    ``ResultsError`` naming the file, detected or read as its format; none crashes."""
+    seeds = _results_seeds(fmt)
+    parsed, refused = _fuzz(seeds, lambda d: parse_results(d, display_name="fuzz.json"),
+                            ResultsError, 1_500)
+    as_format, _ = _fuzz(
+        seeds, lambda d: parse_results(d, display_name="fuzz.json", format=fmt),
+        ResultsError, 1_500)
+    # About 4% of the cases still parse (the readers check every field's type): the
+    # mutations reach past the JSON decoder into the readers' checks.
+    assert parsed > 30, (parsed, refused)
+    assert as_format > 30
+    assert refused > 1_000
+
+
 @pytest.mark.django_db
 def test_uploads_of_mutated_traces_fail_alone_and_leave_nothing(
     client: Any, committed: Any, settings: Any, tmp_path: Path
@@ -211,6 +240,8 @@ def test_deep_nesting_is_refused(doc: bytes) -> None:
         parse_trace(doc, display_name="deep.json")
     with pytest.raises(HistogramError, match=r"^deep\.json: "):
         parse_histogram_file(doc, display_name="deep.json")
+    with pytest.raises(ResultsError, match=r"^deep\.json: "):
+        parse_results(doc, display_name="deep.json")
 
 
 _BOMB = """
@@ -219,8 +250,10 @@ from ingest.traces import TraceError, parse_trace
 from ingest.ab import ABFormatError, parse_ab_file
 from ingest.canaries import ObservationsError, parse_observations
 from ingest.histograms import HistogramError, parse_histogram_file
+from ingest.results import ResultsError, parse_results
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-for parse, error in ((parse_trace, TraceError), (parse_histogram_file, HistogramError)):
+for parse, error in ((parse_trace, TraceError), (parse_histogram_file, HistogramError),
+                     (parse_results, ResultsError)):
     try:
         parse(sys.argv[1], display_name="bomb.json.gz", max_bytes=20 * 1024 * 1024)
     except error as exc:
