@@ -15,7 +15,7 @@ class Migration(migrations.Migration):
             name='Metric',
             fields=[
                 ('function', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='metric', serialize=False, to='deviations.function')),
-                ('unit', models.CharField(blank=True, max_length=20)),
+                ('unit', models.CharField(blank=True, max_length=40)),
                 ('direction', models.CharField(choices=[('lower_is_better', 'lower is better'), ('higher_is_better', 'higher is better')], default='lower_is_better', max_length=16)),
                 ('source', models.CharField(choices=[('format', 'said by the results file'), ('unit', 'from the unit'), ('user', 'set by a user')], default='unit', max_length=6)),
                 ('threshold_percent', models.FloatField(blank=True, null=True)),

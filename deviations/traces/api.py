@@ -208,7 +208,7 @@ class MetricIn(Schema):
 
     metric: str
     direction: Literal["lower_is_better", "higher_is_better"] | None = None
-    unit: str | None = Field(None, max_length=20)
+    unit: str | None = Field(None, max_length=40)
 
 
 class MetricOut(Schema):

@@ -511,7 +511,8 @@ def function_cis(
                        "layer": "below", "name": "highlight"})
     layout = {
         "title": {"text": plotly_text(title)}, "xaxis": _release_axis(rnames),
-        "yaxis": {"title": {"text": _axis_title(unit, ul)}}, "shapes": shapes, "hovermode": "closest",
+        "yaxis": {"title": {"text": _axis_title(unit, ul)}}, "shapes": shapes,
+        "hovermode": "closest",
         "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
     }
     return {"data": data, "layout": layout}

@@ -185,7 +185,7 @@ class Metric(models.Model):
     function = models.OneToOneField(
         Function, on_delete=models.CASCADE, primary_key=True, related_name="metric"
     )
-    unit = models.CharField(max_length=20, blank=True)
+    unit = models.CharField(max_length=40, blank=True)
     direction = models.CharField(max_length=16, choices=DIRECTION_CHOICES,
                                  default="lower_is_better")
     source = models.CharField(max_length=6, choices=SOURCE_CHOICES, default="unit")

@@ -36,7 +36,7 @@ DEFAULT_MAX_BYTES = 256 * 1024**2
 #: The trace reader's limit on names (a database index and a page cell hold them).
 MAX_NAME_CHARS = 1_000
 #: Units are short words ("ns", "ops/s", "score"); longer text is not a unit.
-MAX_UNIT_CHARS = 50
+MAX_UNIT_CHARS = 40
 #: The largest magnitude of a value (see the module docstring).
 MAX_ABS_VALUE = 1e15
 

@@ -168,10 +168,10 @@ RESULTS = Path(__file__).resolve().parent / "results_fixtures"
 
 
 def _results_seeds(fmt: str) -> list[bytes]:
-    """Two releases of the tool's real output (r01, r05) and the hand-made documents."""
+    """Two releases of the tool's real output (r01, r09) and the hand-made documents."""
     from tests.ingest.test_results import MINIMAL
 
-    files = sorted((RESULTS / fmt).glob("r0[15].*"))
+    files = sorted((RESULTS / fmt).glob("r0[19].*"))
     return [f.read_bytes() for f in files] + [MINIMAL[fmt].encode()]
 
 
@@ -216,6 +216,39 @@ def test_uploads_of_mutated_traces_fail_alone_and_leave_nothing(
     left = list((tmp_path / "media").rglob("*")) if (tmp_path / "media").exists() else []
     assert sorted(p.name for p in left if p.is_file()) == sorted(
         runs.filter(file_stored=True).values_list("sha256", flat=True))
+
+
+@pytest.mark.django_db
+def test_mutated_results_files_store_whole_or_not_at_all() -> None:
+    """Through the write path of a metric series: each mutated file of every format is
+    stored whole (its runs, their values, its metrics) or refused with a message naming
+    it, leaving the database as it was; and what is stored can be analysed."""
+    from deviations.traces.analysis import analyse_series
+    from deviations.traces.models import Function, Metric, Release, Series
+    from deviations.traces.uploads.results import store_results
+    from deviations.traces.uploads.runs import IngestError
+
+    def counts() -> tuple[int, ...]:
+        return tuple(m.objects.count() for m in (Series, Release, Function, Metric, Run,
+                                                 RunTimes))
+
+    stored = 0
+    refused: list[tuple[int, str]] = []
+    for fmt in FORMATS:
+        for i, data in cases(_results_seeds(fmt), 60, seed=13):
+            before = counts()
+            try:
+                store_results(f"fuzz-{fmt}", data, f"case{i}.json", release=f"1.{i}",
+                              analyse=False)
+            except (ResultsError, IngestError) as exc:
+                refused.append((i, exc.message))
+                assert counts() == before
+            else:
+                stored += 1
+    assert stored > 10
+    assert [m for i, m in refused if not m.startswith(f"case{i}.json: ")] == []
+    for series in Series.objects.all():
+        analyse_series(series.pk)  # no mutated value breaks the statistics
 
 
 @pytest.mark.django_db

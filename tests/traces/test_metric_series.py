@@ -300,3 +300,20 @@ def test_upload_page_takes_results(client: Client, committed: Any) -> None:
     assert failed["status"] == "failed"
     assert failed["error"].startswith("bad.csv: ")
     assert flagged(Series.objects.get(name="bench"))[("parse", PLANTED)] == "regression"
+
+
+def test_the_longest_names_and_units_a_reader_takes_are_stored() -> None:
+    """What the database enforces (PostgreSQL: lengths, NUL) is met by what the readers
+    accept: the second pass of `make test` runs this on PostgreSQL."""
+    name, unit = "m" * 1000, "u" * 40
+    store_results("long", f"release,metric,value,unit\n1,{name},2.5,{unit}\n".encode(),
+                  "long.csv")
+    metric = Metric.objects.get(function__series__name="long")
+    assert (metric.function.name, metric.unit) == (name, unit)
+    for bad in (f"release,metric,value,unit\n1,x,1,{'u' * 41}\n",
+                "release,metric,value\n1,a\0b,1\n"):
+        with pytest.raises(ResultsError, match="^bad.csv: "):
+            store_results("long", bad.encode(), "bad.csv")
+    set_metric(Series.objects.get(name="long"), name, unit="v" * 40)
+    with pytest.raises(IngestError):
+        set_metric(Series.objects.get(name="long"), name, unit="v" * 41)

@@ -282,8 +282,8 @@ def set_metric(series: Series, metric_name: str, *, direction: str | None = None
         row.direction, row.source = direction, "user"
         fields += ["direction", "source"]
     if unit is not None:
-        if len(unit) > 20 or not unit.isprintable():
-            raise IngestError("unit: at most 20 printable characters")
+        if len(unit) > 40 or not unit.isprintable():
+            raise IngestError("unit: at most 40 printable characters")
         row.unit = unit
         fields.append("unit")
     if fields:

@@ -1,4 +1,4 @@
-"""Regenerate the benchmark result fixtures: 8 releases per tool, written by the tool.
+"""Regenerate the benchmark result fixtures: 16 releases per tool, written by the tool.
 
 Run by hand, never by the test suite (the files are committed; README.md beside this file
 says which versions wrote them)::
@@ -9,7 +9,7 @@ TOOL is one of google-benchmark, pytest-benchmark, hyperfine, asv, perfherder, b
 (all by default). Needs the ``google-benchmark``, ``pytest-benchmark`` and ``asv`` packages
 in this interpreter's environment and ``hyperfine`` on PATH (Debian: ``apt-get install
 hyperfine``). Each release runs the same few small workloads; one of them, "planted",
-does 30% more work from release 5 on (``PLANT_SCALE=1.3``), the others are unchanged.
+does 30% more work from release 9 on (``PLANT_SCALE=1.3``), the others are unchanged.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-RELEASES = 8
+RELEASES = 16
 #: From this release on the planted benchmark does SCALE times the work.
-PLANTED_FROM = 5
+PLANTED_FROM = 9
 SCALE = 1.3
 
 
