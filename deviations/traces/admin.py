@@ -1,11 +1,11 @@
-"""Admin of trace series: series, releases, runs, functions."""
+"""Admin of trace and metric series: series, releases, runs, functions, metrics."""
 
 from typing import Any
 
 from django.contrib import admin
 
 from deviations.traces import services
-from deviations.traces.models import Function, Release, ReleaseAnnotation, Run, Series
+from deviations.traces.models import Function, Metric, Release, ReleaseAnnotation, Run, Series
 
 
 class _DeletesThroughServices:
@@ -24,9 +24,21 @@ class _DeletesThroughServices:
 
 @admin.register(Series)
 class SeriesAdmin(_DeletesThroughServices, admin.ModelAdmin):
-    list_display = ["name", "created", "default_rule", "min_relative_change",
+    list_display = ["name", "kind", "created", "default_rule", "min_relative_change",
                     "min_absolute_change_us"]
+    list_filter = ["kind"]
     search_fields = ["name"]
+
+
+@admin.register(Metric)
+class MetricAdmin(admin.ModelAdmin):
+    """A metric series' metrics: unit and direction (a change here is a user's choice: set
+    ``source`` to "user" to keep it over what later uploads say)."""
+
+    list_display = ["function", "unit", "direction", "source", "threshold_percent"]
+    list_filter = ["direction", "source"]
+    search_fields = ["function__name"]
+    raw_id_fields = ["function"]
 
 
 @admin.register(Release)

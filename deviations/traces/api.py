@@ -66,6 +66,8 @@ class ReleaseOut(Schema):
 
 class SeriesOut(Schema):
     name: str
+    #: "traces" (trace files) or "metrics" (benchmark results)
+    kind: str
     description: str
     releases: int
     default_rule: str
@@ -243,7 +245,7 @@ def list_series(request: HttpRequest) -> list[dict[str, Any]]:
 
 
 def _series_out(s: Series) -> dict[str, Any]:
-    return {"name": s.name, "description": s.description, "releases": s.n,
+    return {"name": s.name, "kind": s.kind, "description": s.description, "releases": s.n,
             **{k: getattr(s, k) for k in SETTINGS}}
 
 

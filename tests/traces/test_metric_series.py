@@ -317,3 +317,10 @@ def test_the_longest_names_and_units_a_reader_takes_are_stored() -> None:
     set_metric(Series.objects.get(name="long"), name, unit="v" * 40)
     with pytest.raises(IngestError):
         set_metric(Series.objects.get(name="long"), name, unit="v" * 41)
+
+
+def test_openapi_documents_the_results_endpoints(client: Client) -> None:
+    paths = client.get("/api/openapi.json").json()["paths"]
+    assert "post" in paths["/api/series/{name}/results"]
+    assert "patch" in paths["/api/series/{name}/metric"]
+    assert "Google Benchmark" in paths["/api/series/{name}/results"]["post"]["description"]
