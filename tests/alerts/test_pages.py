@@ -59,9 +59,12 @@ def test_home_page_shows_the_planted_changes_as_groups_first(client, demo_alerts
     # Layout's group: Layout, and the task that runs it (its total time, 7% faster).
     assert set(layout.alerts.values_list("subject", flat=True)) == {
         "Layout", "ThreadControllerImpl::RunTask"}
+    # With the demo metric series' two planted changes (higher is better for the second).
     assert set(Alert.objects.values_list("subject", flat=True)) == {
         "Paint", "Layout", "V8.ScriptCompiler", "ThreadControllerImpl::RunTask", "GC_MS",
-        "TAB_SWITCH_MS"}
+        "TAB_SWITCH_MS", "BM_ParseJSON/64k", "BM_Tokenize items_per_second"}
+    assert set(Alert.objects.filter(unit="items/s").values_list("direction", flat=True)) == {
+        Alert.REGRESSION}
     assert not Alert.objects.filter(subject="GetRenderStyleForStrike").exists()
     # Triaged groups leave the home page.
     paint.alerts.update(status=Alert.ACKNOWLEDGED)
@@ -71,7 +74,7 @@ def test_home_page_shows_the_planted_changes_as_groups_first(client, demo_alerts
 @pytest.mark.django_db
 def test_alerts_page_filters_and_exports(client, demo_alerts) -> None:
     page = client.get("/alerts/").content.decode()
-    assert page.count("data-group=") == AlertGroup.objects.count() == 5
+    assert page.count("data-group=") == AlertGroup.objects.count() == 7
     only = client.get("/alerts/?detector=histogram").content.decode()
     assert only.count("data-group=") == 2
     improvements = client.get(f"/alerts/?direction=improvement&family={SERIES}").content

@@ -104,7 +104,7 @@ def test_thread_options_as_form_fields(post: Any, client: Client, token: str) ->
 def test_reads_are_open(post: Any, client: Client, token: str, simple_events) -> None:
     post(token, trace_bytes(simple_events))
     assert client.get("/api/series").json() == [
-        {"name": "chromium-linux", "description": "", "releases": 1,
+        {"name": "chromium-linux", "kind": "traces", "description": "", "releases": 1,
          "default_rule": "shifts", "min_relative_change": 0.02,
          "min_absolute_change_us": 2.0}
     ]

@@ -1,7 +1,7 @@
 import pytest
 from django.core.management import call_command
 
-from deviations.management.commands.demo import SERIES
+from deviations.management.commands.demo import RESULTS_SERIES, SERIES
 from deviations.traces import demo
 from deviations.traces.models import Release, Run, Series
 
@@ -16,7 +16,11 @@ def test_demo_fills_a_series_once(capsys) -> None:
     assert not Run.objects.exclude(status=Run.DONE).exists()
     call_command("demo")
     assert "already present" in capsys.readouterr().out
-    assert Run.objects.count() == 2 * len(demo.RELEASES)
+    assert Run.objects.filter(series=series).count() == 2 * len(demo.RELEASES)
+    # The demo metric series: one results file of every release, each metric 5 values.
+    results = Series.objects.get(name=RESULTS_SERIES)
+    assert results.kind == Series.METRICS
+    assert Run.objects.filter(series=results).count() == len(demo.RESULTS_RELEASES)
 
 
 def test_planted_changes_show_in_the_self_times(tmp_path) -> None:
