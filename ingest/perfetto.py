@@ -526,6 +526,421 @@ class _Reader:
         return "?"
 
 
+# --- The vectorised path ------------------------------------------------------------------
+#
+# The common packet shape (timestamp, sequence id and flags, a track_event of type, name or
+# name_iid and track_uuid) is read for all packets at once with numpy over the file's bytes;
+# the few packets that change a sequence's state (interned names, defaults, clears, drops,
+# descriptors, clock snapshots) are decoded one by one by upb, in file order, into small
+# tables; each event then finds the state of its sequence at its position with a search
+# ("as of" joins). Anything else (legacy thread descriptors and events, a field twice, an
+# unexpected wire type, an error of any kind) makes the whole file go the general way above,
+# which gives the same results and every error message.
+
+
+class _HandOver(Exception):  # noqa: N818 (not an error: a hand-over)
+    """The vectorised path does not read this file (exactly): the general path does."""
+
+
+#: Top-level fields read by the vectorised path -> their wire type (0 varint, 2 bytes).
+_VECTOR_FIELDS = {8: 0, 58: 0, 10: 0, 13: 0, 11: 2}
+#: Top-level fields that make a packet go through upb (state changes): field numbers.
+_STATE_FIELDS = np.array([41, 42, 12, 59, 60, 6, 43, 44], dtype=np.uint64)
+#: TrackEvent fields read: type, name_iid, track_uuid (varints), name (bytes).
+_EVENT_FIELDS = {9: 0, 10: 0, 11: 0, 23: 2}
+#: TrackEvent fields that need the general path (legacy events).
+_EVENT_GENERAL = np.array([6], dtype=np.uint64)
+#: Times and ids beyond this go the general path (no int64 overflow in sums and products).
+_SAFE = 1 << 62
+_U32 = np.uint64(0xFFFFFFFF)
+
+_TracePacket = message_factory.GetMessageClass(
+    _Trace.DESCRIPTOR.fields_by_name["packet"].message_type)
+
+
+def _varints(b: np.ndarray, pos: np.ndarray, strict: bool = True) -> tuple[np.ndarray,
+                                                                           np.ndarray]:
+    """The varints at ``pos`` in ``b`` and the positions after them (reads clipped at the
+    end of ``b``: the caller checks the positions against its message's end). A varint
+    longer than 10 bytes or beyond 64 bits raises ``_HandOver``, or if not ``strict`` gets
+    a position after the end of ``b``."""
+    last = len(b) - 1
+    byte = b[np.minimum(pos, last)]
+    value = (byte & 0x7F).astype(np.uint64)
+    more = np.flatnonzero(byte >= 0x80)
+    after = pos + 1
+    shift = 7
+    while more.size:
+        if shift > 63:
+            if strict:
+                raise _HandOver  # longer than 10 bytes: the general path names the error
+            after[more] = len(b) + 1
+            break
+        at = after[more]
+        byte = b[np.minimum(at, last)]
+        if shift == 63 and (byte > 1).any():
+            if strict:
+                raise _HandOver
+            after[more[byte > 1]] = len(b) + 1
+        value[more] |= (byte & 0x7F).astype(np.uint64) << np.uint64(shift)
+        after[more] = at + 1
+        more = more[byte >= 0x80]
+        shift += 7
+    return value, after
+
+
+@dataclass
+class _Column:
+    """One field of a set of messages: its value (a varint) or length, where it is, and
+    the offset of its payload (length-delimited)."""
+
+    value: np.ndarray  # uint64, 0 where absent
+    present: np.ndarray  # bool
+    offset: np.ndarray  # int64 (length-delimited fields)
+
+    def __getitem__(self, which: np.ndarray) -> _Column:
+        return _Column(self.value[which], self.present[which], self.offset[which])
+
+
+def _fields(b: np.ndarray, start: np.ndarray, end: np.ndarray, wanted: dict[int, int],
+            flagged: np.ndarray) -> tuple[dict[int, _Column], np.ndarray]:
+    """The ``wanted`` fields (number -> wire type) of the messages ``b[start[i]:end[i]]``,
+    read for all messages in lockstep (one round per field of the longest message), and
+    which messages hold a field numbered in ``flagged``. A wanted field with another wire
+    type or twice in a message, a group, a bad tag, a field running past its message:
+    ``_HandOver``."""
+    n = len(start)
+    columns = {k: _Column(np.zeros(n, dtype=np.uint64), np.zeros(n, dtype=bool),
+                          np.zeros(n, dtype=np.int64)) for k in wanted}
+    has_flagged = np.zeros(n, dtype=bool)
+    active = np.flatnonzero(start < end)
+    pos = start.copy()
+    while active.size:
+        tag, after = _varints(b, pos[active])
+        wire = tag & np.uint64(7)
+        number = tag >> np.uint64(3)
+        if ((number == 0) | (number > 0x1FFFFFFF) | ((wire > 2) & (wire != 5))).any():
+            raise _HandOver  # groups, bad wire types, field 0: upb's business
+        value = np.zeros(len(active), dtype=np.uint64)
+        offset = after.copy()
+        varint = np.flatnonzero(wire == 0)
+        if varint.size:
+            value[varint], after[varint] = _varints(b, after[varint])
+        delimited = np.flatnonzero(wire == 2)
+        if delimited.size:
+            length, at = _varints(b, after[delimited])
+            if (length > np.uint64(len(b))).any():
+                raise _HandOver
+            value[delimited] = length
+            offset[delimited] = at
+            after[delimited] = at + length.astype(np.int64)
+        fixed = np.flatnonzero(wire & np.uint64(1))  # 1 (8 bytes) or 5 (4 bytes)
+        if fixed.size:
+            after[fixed] += np.where(wire[fixed] == 1, 8, 4)
+        if (after > end[active]).any():
+            raise _HandOver  # a field running past its message: the general path's error
+        for k, wire_type in wanted.items():
+            at = np.flatnonzero(number == k)
+            if not at.size:
+                continue
+            if (wire[at] != wire_type).any():
+                raise _HandOver
+            which = active[at]
+            column = columns[k]
+            if column.present[which].any():
+                raise _HandOver  # twice: merged or overridden, the general path's business
+            column.present[which] = True
+            column.value[which] = value[at]
+            column.offset[which] = offset[at]
+        if flagged.size:
+            has_flagged[active[np.isin(number, flagged)]] = True
+        pos[active] = after
+        active = active[after < end[active]]
+    return columns, has_flagged
+
+
+def _packets(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(payload start, payload end) of every packet: the top level of the Trace message.
+
+    Packets follow one another, each one's end depends on its start; so every byte that
+    could start a packet (0x0a) gets the start of the next one if it did, and the chain
+    from byte 0 is followed by pointer doubling (about 20 numpy gathers over the
+    candidates rather than one Python step per packet)."""
+    n = len(b)
+    if n == 0 or b[0] != _PACKET_TAG:
+        raise _HandOver
+    candidate = np.flatnonzero(b == _PACKET_TAG)
+    length, start = _varints(b, candidate + 1, strict=False)
+    if (length > np.uint64(n)).any():  # cannot be a packet; only one in the chain matters
+        length = np.minimum(length, np.uint64(n + 1))
+    end = start + length.astype(np.int64)
+    following = np.searchsorted(candidate, end)
+    sentinel = len(candidate)
+    following[following < sentinel] = np.where(
+        candidate[following[following < sentinel]] == end[following < sentinel],
+        following[following < sentinel], sentinel)
+    jump = np.append(following, sentinel)
+    chain = np.zeros(1, dtype=np.int64)
+    while True:
+        reached = jump[chain]
+        reached = reached[reached < sentinel]
+        if not reached.size:
+            break
+        chain = np.concatenate([chain, reached])
+        jump = jump[jump]
+    chain.sort()
+    if end[chain[-1]] != n or (start[chain] > end[chain]).any():
+        raise _HandOver  # truncated, or a byte that starts no packet: the general errors
+    return start[chain], end[chain]
+
+
+def _as_of(group: np.ndarray, position: np.ndarray, at_group: np.ndarray,
+           at_position: np.ndarray) -> np.ndarray:
+    """For each query (at_group, at_position), the index of the record of the same group
+    with the largest position <= at_position (-1 if none). Records sorted by (group,
+    position); groups are non-negative int64."""
+    if not len(group):
+        return np.full(len(at_group), -1, dtype=np.int64)
+    groups, dense = np.unique(group, return_inverse=True)
+    found = np.searchsorted(groups, at_group)
+    found = np.minimum(found, len(groups) - 1)
+    known = groups[found] == at_group
+    span = np.int64(max(int(position.max()), int(at_position.max())) + 1)
+    keys = dense.astype(np.int64) * span + position
+    order = np.argsort(keys, kind="stable")
+    index = np.searchsorted(keys[order], found * span + at_position, side="right") - 1
+    ok = known & (index >= 0)
+    ok[ok] &= dense[order[index[ok]]] == found[ok]
+    return np.where(ok, order[np.maximum(index, 0)], -1)
+
+
+def _read_vectorised(data: bytes | bytearray, reader: _Reader) -> None:
+    """Fill ``reader`` as ``_Reader.read`` would, for the whole file at once; raises
+    ``_HandOver`` for what it does not read exactly (``reader`` is then discarded)."""
+    b = np.frombuffer(data, dtype=np.uint8)
+    start, end = _packets(b)
+    n = len(start)
+    reader.n_packets = n
+    columns, state = _fields(b, start, end, _VECTOR_FIELDS, _STATE_FIELDS)
+    ts, has_ts = columns[8].value, columns[8].present
+    clock_id = (columns[58].value & _U32).astype(np.int64)
+    seq_raw = (columns[10].value & _U32).astype(np.int64)
+    flags = (columns[13].value & _U32).astype(np.int64)
+    has_event = columns[11].present
+    event_start = columns[11].offset
+    event_end = event_start + columns[11].value.astype(np.int64)
+    del columns
+    if (ts >= np.uint64(_SAFE)).any():
+        raise _HandOver
+    ts = ts.astype(np.int64)
+    state |= (flags & _SEQ_INCREMENTAL_STATE_CLEARED) != 0
+    sequences, seq = np.unique(seq_raw, return_inverse=True)
+    seq = seq.astype(np.int64)
+
+    # The packets that change their sequence's state, through upb, in file order.
+    clears: list[int] = []
+    drops: list[int] = []
+    defaults: list[tuple[int, int, int]] = []  # (packet, clock, track)
+    interned: list[tuple[int, int, str]] = []  # (packet, iid, name)
+    snapshots: list[tuple[int, int, list[int]]] = []  # (packet, clock, state as _Sequence)
+    view = memoryview(data)
+    try:
+        for i in np.flatnonzero(state).tolist():
+            try:
+                p = _TracePacket.FromString(view[start[i]:end[i]])
+            except message.DecodeError:
+                raise _HandOver from None
+            if p.sequence_flags & _SEQ_INCREMENTAL_STATE_CLEARED or p.incremental_state_cleared:
+                clears.append(i)
+            if p.previous_packet_dropped:
+                drops.append(i)
+            if p.HasField("trace_packet_defaults"):
+                d = p.trace_packet_defaults
+                defaults.append((i, d.timestamp_clock_id, d.track_event_defaults.track_uuid))
+            if p.HasField("interned_data"):
+                interned += [(i, e.iid, e.name) for e in p.interned_data.event_names]
+            if p.HasField("thread_descriptor"):
+                raise _HandOver  # legacy timestamps: the general path
+            if not p.HasField("track_event"):
+                one = _Sequence()
+                reader._other(p, one)
+                snapshots += [(i, c, s) for c, s in one.clocks.items()]
+    finally:
+        view.release()
+
+    def as_of(records: list[int], queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(record index, its packet) of the latest record of each query's sequence at or
+        before the query's packet (-1, -1 if none)."""
+        where = np.array(records, dtype=np.int64)
+        found = _as_of(seq[where], where, seq[queries], queries)
+        packet = np.append(where, -1)[found]  # found -1: the appended -1
+        return found, packet
+
+    everything = np.arange(n, dtype=np.int64)
+    cleared = as_of(clears, everything)[1]
+    valid = cleared > as_of(drops, everything)[1]
+    # trace_packet_defaults: the latest since the sequence's last clear
+    default_clock = np.zeros(n, dtype=np.int64)
+    default_track = np.zeros(n, dtype=np.uint64)
+    if defaults:
+        index, found = as_of([d[0] for d in defaults], everything)
+        live = (found >= 0) & (found >= cleared)
+        clocks = np.array([d[1] for d in defaults], dtype=np.int64)
+        tracks = np.array([d[2] for d in defaults], dtype=np.uint64)
+        default_clock = np.where(live, clocks[index], 0)
+        default_track = np.where(live, tracks[index], np.uint64(0))
+        del found, live, index
+
+    # Events: every track event counts; those needing a lost state are skipped.
+    # (every track event is read, as upb decodes them all: a bad one is an error)
+    events = np.flatnonzero(has_event)
+    reader.n_events = len(events)
+    fields, legacy = _fields(b, event_start[events], event_end[events], _EVENT_FIELDS,
+                             _EVENT_GENERAL)
+    if legacy.any():
+        raise _HandOver
+    skipped = ((flags[events] & _SEQ_NEEDS_INCREMENTAL_STATE) != 0) & ~valid[events]
+    reader.skipped_state = int(skipped.sum())
+    kept = np.flatnonzero(~skipped)
+    events = events[kept]
+    fields = {k: column[kept] for k, column in fields.items()}
+
+    # Time: the packet's clock, else its sequence's default, else the boot clock; a
+    # sequence-scoped clock through its snapshot (incremental ones summed since it).
+    clock = np.where(clock_id != 0, clock_id, default_clock)
+    event_clock = clock[events]
+    event_clock[event_clock == 0] = _BOOT_CLOCK
+    event_ts = ts[events]
+    scoped_events = np.flatnonzero(event_clock >= _FIRST_SEQUENCE_CLOCK)
+    others = np.flatnonzero(~has_event & has_ts & (clock >= _FIRST_SEQUENCE_CLOCK))
+    if scoped_events.size or others.size:
+        # the packets that advance a sequence clock, in file order
+        moving = np.concatenate([events[scoped_events], others])
+        order = np.argsort(moving, kind="stable")
+        moving = moving[order]
+        moving_clock = np.concatenate([event_clock[scoped_events], clock[others]])[order]
+        if (moving_clock > 0xFFFFFFF).any() or len(sequences) > (1 << 30):
+            raise _HandOver
+        group = seq[moving] * (1 << 28) + moving_clock
+        snap_packet = np.array([s[0] for s in snapshots], dtype=np.int64)
+        snap_group = (seq[snap_packet] * (1 << 28)
+                      + np.array([s[1] for s in snapshots], dtype=np.int64))
+        found = _as_of(snap_group, snap_packet, group, moving)
+        if (found < 0).any():
+            raise _HandOver  # a clock without snapshot: the general path's error
+        params = [s[2] for s in snapshots]  # [last, snapshot, multiplier, base, base ns, incr]
+        if any(abs(v) >= _SAFE for s in params for v in s):
+            raise _HandOver
+        snap_ts, multiplier, base, base_ns, incremental = (
+            np.array([s[k] for s in params], dtype=np.int64) for k in (1, 2, 3, 4, 5))
+        raw = ts[moving]
+        # incremental: each value is the sum of the deltas since its snapshot (a stable sort
+        # by snapshot keeps file order within each)
+        if raw.astype(np.float64).sum() >= _SAFE:
+            raise _HandOver
+        by_snapshot = np.argsort(found, kind="stable")
+        sorted_raw = raw[by_snapshot]
+        total = np.cumsum(sorted_raw)
+        first = np.r_[True, found[by_snapshot][1:] != found[by_snapshot][:-1]]
+        group_start = np.maximum.accumulate(np.where(first, np.arange(len(first)), 0))
+        delta = np.empty_like(raw)
+        delta[by_snapshot] = total - (total - sorted_raw)[group_start]
+        value = np.where(incremental[found] != 0, delta, raw - snap_ts[found])
+        if (np.abs(value.astype(np.float64) * multiplier[found]
+                   + base_ns[found].astype(np.float64)).max() >= _SAFE):
+            raise _HandOver
+        converted = base_ns[found] + value * multiplier[found]
+        # back to the events
+        mine = np.searchsorted(moving, events[scoped_events])
+        event_ts[scoped_events] = converted[mine]
+        event_clock[scoped_events] = base[found[mine]]
+
+    # Kinds: slices kept; instants, counters and the rest counted.
+    kind = (fields[9].value & _U32).astype(np.int64)
+    for phase, count in (("i", int((kind == _TYPE_INSTANT).sum())),
+                         ("C", int((kind == _TYPE_COUNTER).sum())),
+                         ("?", int(((kind < _TYPE_BEGIN) | (kind > _TYPE_COUNTER)).sum()))):
+        if count:
+            reader.ignored[phase] = count
+    slices = np.flatnonzero((kind == _TYPE_BEGIN) | (kind == _TYPE_END))
+    packets_of = events[slices]
+
+    # Tracks: track_uuid, else the sequence's default; else the sequence itself.
+    uuid = fields[11].value[slices]
+    uuid = np.where(uuid != 0, uuid, default_track[packets_of])
+    by_sequence = uuid == 0
+    key = np.where(by_sequence, seq_raw[packets_of].astype(np.uint64), uuid)
+    keys, first, track = np.unique(np.c_[by_sequence, key] if by_sequence.any() and
+                                   not by_sequence.all() else key,
+                                   return_index=True, return_inverse=True, axis=0)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(len(first))
+    track = rank[track.reshape(-1)]
+    slice_clock = event_clock[slices]
+    track_clock = np.zeros(len(first), dtype=np.int64)
+    track_clock[track] = slice_clock
+    if (track_clock[track] != slice_clock).any():
+        raise _HandOver  # a track on two clocks: the general path's error
+    for k in np.argsort(first).tolist():
+        sequence_key = bool(by_sequence[first[k]])
+        raw_key = int(key[first[k]])
+        reader.tracks[("sequence", raw_key) if sequence_key else raw_key] = int(rank[k])
+        reader.track_clock[int(rank[k])] = int(track_clock[rank[k]])
+
+    # Names: name_iid through the sequence's interned names since its last clear, else name.
+    iid = fields[10].value[slices]
+    labels: dict[str, int] = {}
+    label = np.zeros(len(slices), dtype=np.int64)
+    named = np.flatnonzero(iid == 0)
+    if named.size:  # an END has no name: "" (as upb reads an absent field)
+        label[named] = labels.setdefault("", len(labels))
+        named = named[fields[23].present[slices[named]]]
+    if named.size:
+        starts = fields[23].offset[slices[named]].tolist()
+        ends = (fields[23].offset + fields[23].value.astype(np.int64))[slices[named]].tolist()
+        by_bytes: dict[bytes, int] = {}
+        raw_names = [data[s:e] for s, e in zip(starts, ends, strict=True)]
+        try:
+            for raw_name in set(raw_names):
+                by_bytes[raw_name] = labels.setdefault(raw_name.decode(), len(labels))
+        except UnicodeDecodeError:
+            raise _HandOver from None
+        label[named] = [by_bytes[raw_name] for raw_name in raw_names]
+    by_iid = np.flatnonzero(iid != 0)
+    if by_iid.size:
+        if (iid[by_iid] >= np.uint64(1 << 32)).any() or any(e[1] >= 1 << 32 for e in interned):
+            raise _HandOver
+        where = packets_of[by_iid]
+        wanted = seq[where] * (1 << 32) + iid[by_iid].astype(np.int64)
+        if interned:
+            def_packet = np.array([e[0] for e in interned], dtype=np.int64)
+            def_group = seq[def_packet] * (1 << 32) + np.array([e[1] for e in interned],
+                                                               dtype=np.int64)
+            found = _as_of(def_group, def_packet, wanted, where)
+            live = found >= 0
+            live[live] &= def_packet[found[live]] >= cleared[where[live]]
+        else:
+            found, live = np.full(len(by_iid), -1), np.zeros(len(by_iid), dtype=bool)
+        def_label = np.array([labels.setdefault(e[2], len(labels)) for e in interned]
+                             + [0], dtype=np.int64)
+        label[by_iid] = def_label[found]
+        missing = np.flatnonzero(~live)
+        reader.missing_names = len(missing)
+        if missing.size:
+            label[by_iid[missing]] = [labels.setdefault(f"(unknown name iid {k})", len(labels))
+                                      for k in iid[by_iid[missing]].tolist()]
+    texts_of = list(labels)
+    unique, first_use, inverse = np.unique(label, return_index=True, return_inverse=True)
+    order = np.argsort(first_use)
+    name_rank = np.empty(len(unique), dtype=np.int64)
+    name_rank[order] = np.arange(len(unique))
+    reader.names = {texts_of[unique[k]]: i for i, k in enumerate(order.tolist())}
+    reader.ts = event_ts[slices]
+    reader.code = kind[slices].astype(np.uint8)
+    reader.name_id = name_rank[inverse.reshape(-1)].astype(np.int32)
+    reader.track_id = track.astype(np.int32)
+
+
 def _pieces(data: bytes | bytearray, fail: Any) -> list[tuple[int, int]]:
     """(start, end) of runs of whole packets of about _PIECE_BYTES: the one walk over the
     top level of the Trace message, which also finds a truncated or foreign file."""
@@ -579,6 +994,21 @@ def read_events(data: bytes | bytearray, name: str, error: type[UserError]) -> E
         return error(f"{name}: not a JSON or Perfetto trace: {reason}")
 
     reader = _Reader(name, error)
+    try:
+        _read_vectorised(data, reader)
+    except _HandOver:
+        reader = _Reader(name, error)
+        _read_general(data, reader, fail)
+    if reader.n_packets == 0:
+        raise fail("no trace packets")
+    if reader.n_events == 0:
+        raise error(f"{name}: a Perfetto trace ({reader.n_packets:,} packets) without track "
+                    "events: nothing to measure")
+    return reader.events()
+
+
+def _read_general(data: bytes | bytearray, reader: _Reader, fail: Any) -> None:
+    """Every packet through upb and ``_Reader.read``, in pieces of about _PIECE_BYTES."""
     view = memoryview(data)
     try:
         for start, end in _pieces(data, fail):
@@ -591,9 +1021,3 @@ def read_events(data: bytes | bytearray, name: str, error: type[UserError]) -> E
             del trace
     finally:
         view.release()
-    if reader.n_packets == 0:
-        raise fail("no trace packets")
-    if reader.n_events == 0:
-        raise error(f"{name}: a Perfetto trace ({reader.n_packets:,} packets) without track "
-                    "events: nothing to measure")
-    return reader.events()
