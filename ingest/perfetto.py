@@ -545,11 +545,11 @@ class _HandOver(Exception):  # noqa: N818 (not an error: a hand-over)
 #: Top-level fields read by the vectorised path -> their wire type (0 varint, 2 bytes).
 _VECTOR_FIELDS = {8: 0, 58: 0, 10: 0, 13: 0, 11: 2}
 #: Top-level fields that make a packet go through upb (state changes): field numbers.
-_STATE_FIELDS = np.array([41, 42, 12, 59, 60, 6, 43, 44], dtype=np.uint64)
+_STATE_FIELDS = [41, 42, 12, 59, 60, 6, 43, 44]
 #: TrackEvent fields read: type, name_iid, track_uuid (varints), name (bytes).
 _EVENT_FIELDS = {9: 0, 10: 0, 11: 0, 23: 2}
 #: TrackEvent fields that need the general path (legacy events).
-_EVENT_GENERAL = np.array([6], dtype=np.uint64)
+_EVENT_GENERAL = [6]
 #: Times and ids beyond this go the general path (no int64 overflow in sums and products).
 _SAFE = 1 << 62
 _U32 = np.uint64(0xFFFFFFFF)
@@ -565,10 +565,12 @@ def _varints(b: np.ndarray, pos: np.ndarray, strict: bool = True) -> tuple[np.nd
     longer than 10 bytes or beyond 64 bits raises ``_HandOver``, or if not ``strict`` gets
     a position after the end of ``b``."""
     last = len(b) - 1
-    byte = b[np.minimum(pos, last)]
-    value = (byte & 0x7F).astype(np.uint64)
+    byte = b[pos if not len(pos) or pos.max() <= last else np.minimum(pos, last)]
+    value = byte.astype(np.uint64)
     more = np.flatnonzero(byte >= 0x80)
     after = pos + 1
+    if more.size:
+        value[more] &= np.uint64(0x7F)
     shift = 7
     while more.size:
         if shift > 63:
@@ -596,67 +598,111 @@ class _Column:
 
     value: np.ndarray  # uint64, 0 where absent
     present: np.ndarray  # bool
-    offset: np.ndarray  # int64 (length-delimited fields)
+    offset: np.ndarray | None  # int64 (length-delimited fields only)
 
     def __getitem__(self, which: np.ndarray) -> _Column:
-        return _Column(self.value[which], self.present[which], self.offset[which])
+        return _Column(self.value[which], self.present[which],
+                       None if self.offset is None else self.offset[which])
 
 
-def _fields(b: np.ndarray, start: np.ndarray, end: np.ndarray, wanted: dict[int, int],
-            flagged: np.ndarray) -> tuple[dict[int, _Column], np.ndarray]:
-    """The ``wanted`` fields (number -> wire type) of the messages ``b[start[i]:end[i]]``,
-    read for all messages in lockstep (one round per field of the longest message), and
-    which messages hold a field numbered in ``flagged``. A wanted field with another wire
-    type or twice in a message, a group, a bad tag, a field running past its message:
-    ``_HandOver``."""
+#: Tags (field number * 8 + wire type) looked up in a table of this size; longer ones (field
+#: numbers from 2048) are unknown fields to every message read here.
+_TAG_TABLE = 1 << 14
+_VALID_WIRE = np.array([True, True, True, False, False, True, False, False])
+
+
+@dataclass
+class _Layout:
+    """How ``_fields`` reads one message type: per tag, the slot of a wanted field (its
+    wire type checked), ``flag`` (a flagged field, any wire type), ``skip`` (another
+    field) or ``bad`` (field 0, a wanted field with another wire type, a group)."""
+
+    wanted: list[int]
+    delimited: list[int]  # the wanted fields that are length-delimited
+    slot: np.ndarray  # int8 per tag
+    flag: int
+    skip: int
+    bad: int
+
+    @classmethod
+    def of(cls, wanted: dict[int, int], flagged: list[int]) -> _Layout:
+        numbers = list(wanted)
+        flag, skip, bad = len(numbers), len(numbers) + 1, len(numbers) + 2
+        tag = np.arange(_TAG_TABLE)
+        slot = np.where(_VALID_WIRE[tag & 7], skip, bad).astype(np.int8)
+        slot[tag >> 3 == 0] = bad
+        for number in flagged:
+            slot[number << 3 : (number + 1) << 3] = flag
+        for s, number in enumerate(numbers):
+            slot[number << 3 : (number + 1) << 3] = bad
+            slot[number << 3 | wanted[number]] = s
+        return cls(numbers, [k for k in numbers if wanted[k] == 2], slot, flag, skip, bad)
+
+
+def _fields(b: np.ndarray, start: np.ndarray, end: np.ndarray,
+            layout: _Layout) -> tuple[dict[int, _Column], np.ndarray]:
+    """The wanted fields of the messages ``b[start[i]:end[i]]``, read for all messages in
+    lockstep (one round per field of the longest message: a few numpy operations over the
+    messages still open), and which messages hold a flagged field. A wanted field with
+    another wire type or twice in a message, a group, a bad tag, a field running past its
+    message: ``_HandOver``."""
     n = len(start)
-    columns = {k: _Column(np.zeros(n, dtype=np.uint64), np.zeros(n, dtype=bool),
-                          np.zeros(n, dtype=np.int64)) for k in wanted}
-    has_flagged = np.zeros(n, dtype=bool)
+    k = len(layout.wanted)
+    value = np.zeros((k, n), dtype=np.uint64)
+    present = np.zeros((k, n), dtype=bool)
+    offset = {number: np.zeros(n, dtype=np.int64) for number in layout.delimited}
+    has_flag = np.zeros(n, dtype=bool)
     active = np.flatnonzero(start < end)
     pos = start.copy()
     while active.size:
         tag, after = _varints(b, pos[active])
-        wire = tag & np.uint64(7)
-        number = tag >> np.uint64(3)
-        if ((number == 0) | (number > 0x1FFFFFFF) | ((wire > 2) & (wire != 5))).any():
-            raise _HandOver  # groups, bad wire types, field 0: upb's business
-        value = np.zeros(len(active), dtype=np.uint64)
-        offset = after.copy()
+        if (tag >= _TAG_TABLE).any():  # field numbers from 2048: unknown here
+            if (tag > np.uint64(0xFFFFFFFF)).any():
+                raise _HandOver
+            tag = np.where(tag >= _TAG_TABLE, np.uint64(_TAG_TABLE - 8) | (tag & 7), tag)
+        slot = layout.slot[tag]
+        if (slot == layout.bad).any():
+            raise _HandOver  # upb's business (an error, or a field it treats as unknown)
+        wire = tag & 7
+        field_value = np.zeros(len(active), dtype=np.uint64)
         varint = np.flatnonzero(wire == 0)
         if varint.size:
-            value[varint], after[varint] = _varints(b, after[varint])
+            field_value[varint], after[varint] = _varints(b, after[varint])
         delimited = np.flatnonzero(wire == 2)
         if delimited.size:
             length, at = _varints(b, after[delimited])
             if (length > np.uint64(len(b))).any():
                 raise _HandOver
-            value[delimited] = length
-            offset[delimited] = at
+            field_value[delimited] = length
+            payload = after.copy()  # the payload offsets, for the wanted delimited fields
+            payload[delimited] = at
             after[delimited] = at + length.astype(np.int64)
-        fixed = np.flatnonzero(wire & np.uint64(1))  # 1 (8 bytes) or 5 (4 bytes)
+        fixed = np.flatnonzero(wire & 1)  # wire type 1 (8 bytes) or 5 (4 bytes)
         if fixed.size:
             after[fixed] += np.where(wire[fixed] == 1, 8, 4)
         if (after > end[active]).any():
             raise _HandOver  # a field running past its message: the general path's error
-        for k, wire_type in wanted.items():
-            at = np.flatnonzero(number == k)
-            if not at.size:
-                continue
-            if (wire[at] != wire_type).any():
-                raise _HandOver
-            which = active[at]
-            column = columns[k]
-            if column.present[which].any():
-                raise _HandOver  # twice: merged or overridden, the general path's business
-            column.present[which] = True
-            column.value[which] = value[at]
-            column.offset[which] = offset[at]
+        kept = np.flatnonzero(slot < k)
+        if kept.size:
+            which, row = active[kept], slot[kept]
+            flat = row.astype(np.int64) * n + which  # into the (field, message) tables
+            if present.take(flat).any():
+                raise _HandOver  # a field twice: merged or overridden, upb's business
+            present.put(flat, True)
+            value.put(flat, field_value[kept])
+            for s, number in enumerate(layout.wanted):
+                if number in offset:
+                    at = kept[row == s]
+                    if at.size:
+                        offset[number][active[at]] = payload[at]
+        flagged = np.flatnonzero(slot == layout.flag)
         if flagged.size:
-            has_flagged[active[np.isin(number, flagged)]] = True
+            has_flag[active[flagged]] = True
         pos[active] = after
         active = active[after < end[active]]
-    return columns, has_flagged
+    columns = {number: _Column(value[s], present[s], offset.get(number))
+               for s, number in enumerate(layout.wanted)}
+    return columns, has_flag
 
 
 def _packets(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -697,21 +743,134 @@ def _packets(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _as_of(group: np.ndarray, position: np.ndarray, at_group: np.ndarray,
            at_position: np.ndarray) -> np.ndarray:
     """For each query (at_group, at_position), the index of the record of the same group
-    with the largest position <= at_position (-1 if none). Records sorted by (group,
-    position); groups are non-negative int64."""
-    if not len(group):
-        return np.full(len(at_group), -1, dtype=np.int64)
+    with the largest position <= at_position (-1 if none); groups and positions are
+    non-negative. Queries in blocks of _BLOCK (the temporaries stay small)."""
+    result = np.full(len(at_group), -1, dtype=np.int64)
+    if not len(group) or not len(at_group):
+        return result
     groups, dense = np.unique(group, return_inverse=True)
-    found = np.searchsorted(groups, at_group)
-    found = np.minimum(found, len(groups) - 1)
-    known = groups[found] == at_group
-    span = np.int64(max(int(position.max()), int(at_position.max())) + 1)
+    span = max(int(position.max()), int(at_position.max())) + 1
     keys = dense.astype(np.int64) * span + position
     order = np.argsort(keys, kind="stable")
-    index = np.searchsorted(keys[order], found * span + at_position, side="right") - 1
-    ok = known & (index >= 0)
-    ok[ok] &= dense[order[index[ok]]] == found[ok]
-    return np.where(ok, order[np.maximum(index, 0)], -1)
+    keys = keys[order]
+    for lo in range(0, len(at_group), _BLOCK):
+        g, p = at_group[lo:lo + _BLOCK], at_position[lo:lo + _BLOCK]
+        found = np.minimum(np.searchsorted(groups, g), len(groups) - 1)
+        known = groups[found] == g
+        index = np.searchsorted(keys, found * span + p, side="right") - 1
+        ok = known & (index >= 0)
+        ok[ok] &= dense[order[index[ok]]] == found[ok]
+        result[lo:lo + _BLOCK][ok] = order[index[ok]]
+    return result
+
+
+_PACKET_LAYOUT = _Layout.of(_VECTOR_FIELDS, _STATE_FIELDS)
+_EVENT_LAYOUT = _Layout.of(_EVENT_FIELDS, _EVENT_GENERAL)
+#: Packets (and events) are scanned in blocks of this many, so that the scan's temporaries
+#: (a dozen arrays per block) stay a few MB whatever the file's size.
+_BLOCK = 1 << 17
+
+
+@dataclass
+class _Packets:
+    """The vectorised path's columns, one row per packet."""
+
+    ts: np.ndarray  # int64
+    has_ts: np.ndarray  # bool
+    clock_id: np.ndarray  # uint32
+    seq: np.ndarray  # int64: index into sequences
+    sequences: np.ndarray  # int64: the trusted_packet_sequence_ids, sorted
+    flags: np.ndarray  # uint8: sequence_flags & 3
+    state: np.ndarray  # bool: a packet through upb (state fields, or a clear flag)
+    events: np.ndarray  # int64: the packets with a track_event
+    event_start: np.ndarray  # int64, per event: its track_event's bytes
+    event_end: np.ndarray
+
+
+def _packet_columns(b: np.ndarray, start: np.ndarray, end: np.ndarray) -> _Packets:
+    n = len(start)
+    ts = np.zeros(n, dtype=np.uint64)
+    has_ts = np.zeros(n, dtype=bool)
+    clock_id = np.zeros(n, dtype=np.uint32)
+    seq_raw = np.zeros(n, dtype=np.uint32)
+    flags = np.zeros(n, dtype=np.uint8)
+    state = np.zeros(n, dtype=bool)
+    has_event = np.zeros(n, dtype=bool)
+    event_start = np.zeros(n, dtype=np.int64)
+    event_end = np.zeros(n, dtype=np.int64)
+    for lo in range(0, n, _BLOCK):
+        part = slice(lo, lo + _BLOCK)
+        columns, state[part] = _fields(b, start[part], end[part], _PACKET_LAYOUT)
+        ts[part], has_ts[part] = columns[8].value, columns[8].present
+        clock_id[part] = columns[58].value & _U32
+        seq_raw[part] = columns[10].value & _U32
+        flags[part] = columns[13].value & np.uint64(3)
+        has_event[part] = columns[11].present
+        event_start[part] = columns[11].offset
+        event_end[part] = columns[11].offset + columns[11].value.astype(np.int64)
+        del columns
+    if (ts >= np.uint64(_SAFE)).any():
+        raise _HandOver
+    state |= (flags & _SEQ_INCREMENTAL_STATE_CLEARED) != 0
+    sequences, seq = np.unique(seq_raw, return_inverse=True)
+    events = np.flatnonzero(has_event)
+    return _Packets(ts.view(np.int64), has_ts, clock_id, seq.astype(np.int64),
+                    sequences.astype(np.int64), flags, state, events, event_start[events],
+                    event_end[events])
+
+
+@dataclass
+class _Records:
+    """What the state packets (decoded by upb) set, each with its packet index."""
+
+    clears: list[int] = field(default_factory=list)
+    drops: list[int] = field(default_factory=list)
+    defaults: list[tuple[int, int, int]] = field(default_factory=list)  # packet, clock, track
+    interned: list[tuple[int, int, str]] = field(default_factory=list)  # packet, iid, name
+    #: (packet, clock, [last, snapshot value, multiplier, base clock, base ns, incremental])
+    snapshots: list[tuple[int, int, list[int]]] = field(default_factory=list)
+
+
+def _state_packets(data: bytes | bytearray, start: np.ndarray, end: np.ndarray,
+                   which: np.ndarray, reader: _Reader) -> _Records:
+    """The state packets through upb, in file order (descriptors go to ``reader``)."""
+    records = _Records()
+    view = memoryview(data)
+    try:
+        for i, s, e in zip(which.tolist(), start[which].tolist(), end[which].tolist(),
+                           strict=True):
+            try:
+                p = _TracePacket.FromString(view[s:e])
+            except message.DecodeError:
+                raise _HandOver from None
+            if p.HasField("thread_descriptor"):
+                raise _HandOver  # legacy timestamps: the general path
+            if p.sequence_flags & _SEQ_INCREMENTAL_STATE_CLEARED or p.incremental_state_cleared:
+                records.clears.append(i)
+            if p.previous_packet_dropped:
+                records.drops.append(i)
+            if p.HasField("trace_packet_defaults"):
+                d = p.trace_packet_defaults
+                records.defaults.append(
+                    (i, d.timestamp_clock_id, d.track_event_defaults.track_uuid))
+            if p.HasField("interned_data"):
+                records.interned += [(i, e.iid, e.name) for e in p.interned_data.event_names]
+            if not p.HasField("track_event"):  # as _Reader.read: descriptors, snapshots
+                one = _Sequence()
+                reader._other(p, one)
+                records.snapshots += [(i, c, s) for c, s in one.clocks.items()]
+    finally:
+        view.release()
+    return records
+
+
+def _latest(packets: _Packets, records: list[int], at: np.ndarray) -> tuple[np.ndarray,
+                                                                           np.ndarray]:
+    """(record index, its packet) of the latest of ``records`` (packet indices) on each
+    packet's sequence at or before it, for the packets ``at`` (-1, -1 if none)."""
+    where = np.array(records, dtype=np.int64)
+    found = _as_of(packets.seq[where], where, packets.seq[at], at)
+    return found, np.append(where, -1)[found]  # found -1: the appended -1
 
 
 def _read_vectorised(data: bytes | bytearray, reader: _Reader) -> None:
@@ -719,141 +878,49 @@ def _read_vectorised(data: bytes | bytearray, reader: _Reader) -> None:
     ``_HandOver`` for what it does not read exactly (``reader`` is then discarded)."""
     b = np.frombuffer(data, dtype=np.uint8)
     start, end = _packets(b)
-    n = len(start)
-    reader.n_packets = n
-    columns, state = _fields(b, start, end, _VECTOR_FIELDS, _STATE_FIELDS)
-    ts, has_ts = columns[8].value, columns[8].present
-    clock_id = (columns[58].value & _U32).astype(np.int64)
-    seq_raw = (columns[10].value & _U32).astype(np.int64)
-    flags = (columns[13].value & _U32).astype(np.int64)
-    has_event = columns[11].present
-    event_start = columns[11].offset
-    event_end = event_start + columns[11].value.astype(np.int64)
-    del columns
-    if (ts >= np.uint64(_SAFE)).any():
-        raise _HandOver
-    ts = ts.astype(np.int64)
-    state |= (flags & _SEQ_INCREMENTAL_STATE_CLEARED) != 0
-    sequences, seq = np.unique(seq_raw, return_inverse=True)
-    seq = seq.astype(np.int64)
+    reader.n_packets = len(start)
+    packets = _packet_columns(b, start, end)
+    records = _state_packets(data, start, end, np.flatnonzero(packets.state), reader)
+    del start, end
 
-    # The packets that change their sequence's state, through upb, in file order.
-    clears: list[int] = []
-    drops: list[int] = []
-    defaults: list[tuple[int, int, int]] = []  # (packet, clock, track)
-    interned: list[tuple[int, int, str]] = []  # (packet, iid, name)
-    snapshots: list[tuple[int, int, list[int]]] = []  # (packet, clock, state as _Sequence)
-    view = memoryview(data)
-    try:
-        for i in np.flatnonzero(state).tolist():
-            try:
-                p = _TracePacket.FromString(view[start[i]:end[i]])
-            except message.DecodeError:
-                raise _HandOver from None
-            if p.sequence_flags & _SEQ_INCREMENTAL_STATE_CLEARED or p.incremental_state_cleared:
-                clears.append(i)
-            if p.previous_packet_dropped:
-                drops.append(i)
-            if p.HasField("trace_packet_defaults"):
-                d = p.trace_packet_defaults
-                defaults.append((i, d.timestamp_clock_id, d.track_event_defaults.track_uuid))
-            if p.HasField("interned_data"):
-                interned += [(i, e.iid, e.name) for e in p.interned_data.event_names]
-            if p.HasField("thread_descriptor"):
-                raise _HandOver  # legacy timestamps: the general path
-            if not p.HasField("track_event"):
-                one = _Sequence()
-                reader._other(p, one)
-                snapshots += [(i, c, s) for c, s in one.clocks.items()]
-    finally:
-        view.release()
-
-    def as_of(records: list[int], queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(record index, its packet) of the latest record of each query's sequence at or
-        before the query's packet (-1, -1 if none)."""
-        where = np.array(records, dtype=np.int64)
-        found = _as_of(seq[where], where, seq[queries], queries)
-        packet = np.append(where, -1)[found]  # found -1: the appended -1
-        return found, packet
-
-    everything = np.arange(n, dtype=np.int64)
-    cleared = as_of(clears, everything)[1]
-    valid = cleared > as_of(drops, everything)[1]
-    # trace_packet_defaults: the latest since the sequence's last clear
-    default_clock = np.zeros(n, dtype=np.int64)
-    default_track = np.zeros(n, dtype=np.uint64)
-    if defaults:
-        index, found = as_of([d[0] for d in defaults], everything)
-        live = (found >= 0) & (found >= cleared)
-        clocks = np.array([d[1] for d in defaults], dtype=np.int64)
-        tracks = np.array([d[2] for d in defaults], dtype=np.uint64)
-        default_clock = np.where(live, clocks[index], 0)
-        default_track = np.where(live, tracks[index], np.uint64(0))
-        del found, live, index
-
-    # Events: every track event counts; those needing a lost state are skipped.
-    # (every track event is read, as upb decodes them all: a bad one is an error)
-    events = np.flatnonzero(has_event)
-    reader.n_events = len(events)
-    fields, legacy = _fields(b, event_start[events], event_end[events], _EVENT_FIELDS,
-                             _EVENT_GENERAL)
+    # Every track event counts; those needing a lost incremental state are skipped. Every
+    # one is scanned (upb decodes them all: a bad one is an error).
+    reader.n_events = len(packets.events)
+    if not reader.n_events:
+        raise _HandOver  # nothing to read: the general path's error
+    fields, legacy = _event_columns(b, packets.event_start, packets.event_end)
+    packets.event_start = packets.event_end = np.zeros(0, dtype=np.int64)  # freed
     if legacy.any():
         raise _HandOver
-    skipped = ((flags[events] & _SEQ_NEEDS_INCREMENTAL_STATE) != 0) & ~valid[events]
+    events = packets.events
+    cleared = _latest(packets, records.clears, events)[1]
+    valid = cleared > _latest(packets, records.drops, events)[1]
+    skipped = ((packets.flags[events] & _SEQ_NEEDS_INCREMENTAL_STATE) != 0) & ~valid
     reader.skipped_state = int(skipped.sum())
-    kept = np.flatnonzero(~skipped)
-    events = events[kept]
-    fields = {k: column[kept] for k, column in fields.items()}
+    if reader.skipped_state:
+        kept = np.flatnonzero(~skipped)
+        events, cleared = events[kept], cleared[kept]
+        fields = {k: column[kept] for k, column in fields.items()}
+    del valid, skipped
 
-    # Time: the packet's clock, else its sequence's default, else the boot clock; a
-    # sequence-scoped clock through its snapshot (incremental ones summed since it).
-    clock = np.where(clock_id != 0, clock_id, default_clock)
-    event_clock = clock[events]
-    event_clock[event_clock == 0] = _BOOT_CLOCK
-    event_ts = ts[events]
-    scoped_events = np.flatnonzero(event_clock >= _FIRST_SEQUENCE_CLOCK)
-    others = np.flatnonzero(~has_event & has_ts & (clock >= _FIRST_SEQUENCE_CLOCK))
-    if scoped_events.size or others.size:
-        # the packets that advance a sequence clock, in file order
-        moving = np.concatenate([events[scoped_events], others])
-        order = np.argsort(moving, kind="stable")
-        moving = moving[order]
-        moving_clock = np.concatenate([event_clock[scoped_events], clock[others]])[order]
-        if (moving_clock > 0xFFFFFFF).any() or len(sequences) > (1 << 30):
-            raise _HandOver
-        group = seq[moving] * (1 << 28) + moving_clock
-        snap_packet = np.array([s[0] for s in snapshots], dtype=np.int64)
-        snap_group = (seq[snap_packet] * (1 << 28)
-                      + np.array([s[1] for s in snapshots], dtype=np.int64))
-        found = _as_of(snap_group, snap_packet, group, moving)
-        if (found < 0).any():
-            raise _HandOver  # a clock without snapshot: the general path's error
-        params = [s[2] for s in snapshots]  # [last, snapshot, multiplier, base, base ns, incr]
-        if any(abs(v) >= _SAFE for s in params for v in s):
-            raise _HandOver
-        snap_ts, multiplier, base, base_ns, incremental = (
-            np.array([s[k] for s in params], dtype=np.int64) for k in (1, 2, 3, 4, 5))
-        raw = ts[moving]
-        # incremental: each value is the sum of the deltas since its snapshot (a stable sort
-        # by snapshot keeps file order within each)
-        if raw.astype(np.float64).sum() >= _SAFE:
-            raise _HandOver
-        by_snapshot = np.argsort(found, kind="stable")
-        sorted_raw = raw[by_snapshot]
-        total = np.cumsum(sorted_raw)
-        first = np.r_[True, found[by_snapshot][1:] != found[by_snapshot][:-1]]
-        group_start = np.maximum.accumulate(np.where(first, np.arange(len(first)), 0))
-        delta = np.empty_like(raw)
-        delta[by_snapshot] = total - (total - sorted_raw)[group_start]
-        value = np.where(incremental[found] != 0, delta, raw - snap_ts[found])
-        if (np.abs(value.astype(np.float64) * multiplier[found]
-                   + base_ns[found].astype(np.float64)).max() >= _SAFE):
-            raise _HandOver
-        converted = base_ns[found] + value * multiplier[found]
-        # back to the events
-        mine = np.searchsorted(moving, events[scoped_events])
-        event_ts[scoped_events] = converted[mine]
-        event_clock[scoped_events] = base[found[mine]]
+    # trace_packet_defaults: the latest since the sequence's last clear
+    default_clock = np.zeros(len(events), dtype=np.int64)
+    default_track = np.zeros(len(events), dtype=np.uint64)
+    if records.defaults:
+        index, found = _latest(packets, [d[0] for d in records.defaults], events)
+        live = (found >= 0) & (found >= cleared)
+        clocks = np.array([d[1] for d in records.defaults], dtype=np.int64)
+        tracks = np.array([d[2] for d in records.defaults], dtype=np.uint64)
+        default_clock = np.where(live, clocks[index], 0)
+        default_track = np.where(live, tracks[index], np.uint64(0))
+        del index, found, live
+
+    # Time: the packet's clock, else its sequence's default, else the boot clock.
+    clock = packets.clock_id[events].astype(np.int64)
+    clock = np.where(clock != 0, clock, default_clock)
+    clock[clock == 0] = _BOOT_CLOCK
+    ts = packets.ts[events]
+    _sequence_clocks(packets, records, events, ts, clock)
 
     # Kinds: slices kept; instants, counters and the rest counted.
     kind = (fields[9].value & _U32).astype(np.int64)
@@ -863,41 +930,161 @@ def _read_vectorised(data: bytes | bytearray, reader: _Reader) -> None:
         if count:
             reader.ignored[phase] = count
     slices = np.flatnonzero((kind == _TYPE_BEGIN) | (kind == _TYPE_END))
-    packets_of = events[slices]
+    reader.code = kind[slices].astype(np.uint8)
+    reader.ts = ts[slices]
+    del kind, ts
+    fields = {k: column[slices] for k, column in fields.items()}
+    events, cleared = events[slices], cleared[slices]
+    if not len(slices):
+        reader.track_id = reader.name_id = np.zeros(0, dtype=np.int32)
+        return
+    reader.track_id = _tracks(reader, packets, events, fields[11].value, default_track[slices],
+                              clock[slices])
+    del default_track, default_clock, clock
+    reader.name_id = _names(data, reader, packets, records, events, cleared, fields)
 
-    # Tracks: track_uuid, else the sequence's default; else the sequence itself.
-    uuid = fields[11].value[slices]
-    uuid = np.where(uuid != 0, uuid, default_track[packets_of])
+
+def _event_columns(b: np.ndarray, start: np.ndarray,
+                   end: np.ndarray) -> tuple[dict[int, _Column], np.ndarray]:
+    """The track events' fields (in blocks), and which hold a legacy event."""
+    m = len(start)
+    columns = {k: _Column(np.zeros(m, dtype=np.uint64), np.zeros(m, dtype=bool),
+                          np.zeros(m, dtype=np.int64) if wire == 2 else None)
+               for k, wire in _EVENT_FIELDS.items()}
+    legacy = np.zeros(m, dtype=bool)
+    for lo in range(0, m, _BLOCK):
+        part = slice(lo, lo + _BLOCK)
+        block, legacy[part] = _fields(b, start[part], end[part], _EVENT_LAYOUT)
+        for k, column in block.items():
+            columns[k].value[part] = column.value
+            columns[k].present[part] = column.present
+            if column.offset is not None:
+                columns[k].offset[part] = column.offset  # type: ignore[index]
+    return columns, legacy
+
+
+def _sequence_clocks(packets: _Packets, records: _Records, events: np.ndarray,
+                     ts: np.ndarray, clock: np.ndarray) -> None:
+    """Sequence-scoped clocks (ids from 64) converted through their sequence's latest
+    snapshot into its global clock, in place: incremental ones summed since the snapshot
+    over every packet that advances them (kept events, and timestamped packets without a
+    track event on such a clock)."""
+    scoped = np.flatnonzero(clock >= _FIRST_SEQUENCE_CLOCK)
+    no_event = np.ones(len(packets.ts), dtype=bool)
+    no_event[packets.events] = False
+    others = np.flatnonzero(no_event & packets.has_ts)
+    del no_event
+    if others.size:  # their clock: the packet's, else the sequence's default
+        other_clock = packets.clock_id[others].astype(np.int64)
+        if records.defaults:
+            index, found = _latest(packets, [d[0] for d in records.defaults], others)
+            cleared = _latest(packets, records.clears, others)[1]
+            live = (found >= 0) & (found >= cleared)
+            clocks = np.array([d[1] for d in records.defaults], dtype=np.int64)
+            other_clock = np.where(other_clock != 0, other_clock,
+                                   np.where(live, clocks[index], 0))
+        keep = other_clock >= _FIRST_SEQUENCE_CLOCK
+        others, other_clock = others[keep], other_clock[keep]
+    if not scoped.size and not others.size:
+        return
+    moving, moving_clock = events[scoped], clock[scoped]
+    if others.size:
+        moving = np.concatenate([moving, others])
+        order = np.argsort(moving, kind="stable")
+        moving = moving[order]
+        moving_clock = np.concatenate([moving_clock, other_clock])[order]
+    if (moving_clock > 0xFFFFFFF).any():
+        raise _HandOver
+    group = packets.seq[moving] * (1 << 28) + moving_clock
+    del moving_clock
+    snapshots = records.snapshots
+    snap_packet = np.array([s[0] for s in snapshots], dtype=np.int64)
+    snap_group = (packets.seq[snap_packet] * (1 << 28)
+                  + np.array([s[1] for s in snapshots], dtype=np.int64))
+    found = _as_of(snap_group, snap_packet, group, moving)
+    del group
+    if (found < 0).any():
+        raise _HandOver  # a clock without snapshot: the general path's error
+    params = [s[2] for s in snapshots]  # [last, snapshot, multiplier, base, base ns, incr]
+    if any(abs(v) >= _SAFE for s in params for v in s):
+        raise _HandOver
+    snap_ts, multiplier, base, base_ns, incremental = (
+        np.array([s[k] for s in params], dtype=np.int64) for k in (1, 2, 3, 4, 5))
+    raw = packets.ts[moving]
+    if raw.astype(np.float64).sum() >= _SAFE:
+        raise _HandOver
+    # incremental: each value is the sum of the deltas since its snapshot
+    value = raw - snap_ts[found]
+    used = np.flatnonzero((np.bincount(found, minlength=len(snapshots)) > 0)
+                          & (incremental != 0))
+    if len(used) <= 32:  # few snapshots (one per sequence, typically): one pass each
+        for snapshot in used.tolist():
+            at = np.flatnonzero(found == snapshot)
+            value[at] = np.cumsum(raw[at])
+    else:  # a stable sort by snapshot keeps file order within each
+        by_snapshot = np.argsort(found, kind="stable")
+        sorted_raw = raw[by_snapshot]
+        total = np.cumsum(sorted_raw)
+        first = np.r_[True, found[by_snapshot][1:] != found[by_snapshot][:-1]]
+        group_start = np.maximum.accumulate(np.where(first, np.arange(len(first)), 0))
+        summed = np.empty_like(raw)
+        summed[by_snapshot] = total - (total - sorted_raw)[group_start]
+        value = np.where(incremental[found] != 0, summed, value)
+    del raw
+    if (np.abs(value.astype(np.float64) * multiplier[found]
+               + base_ns[found].astype(np.float64)).max() >= _SAFE):
+        raise _HandOver
+    converted = base_ns[found] + value * multiplier[found]
+    mine = np.searchsorted(moving, events[scoped]) if others.size else slice(None)
+    ts[scoped] = converted[mine]
+    clock[scoped] = base[found[mine]]
+
+
+def _tracks(reader: _Reader, packets: _Packets, events: np.ndarray, uuid: np.ndarray,
+            default_track: np.ndarray, clock: np.ndarray) -> np.ndarray:
+    """Each slice's track (numbered in order of first use, into ``reader.tracks``):
+    track_uuid, else the sequence's default, else the sequence itself."""
+    uuid = np.where(uuid != 0, uuid, default_track)
     by_sequence = uuid == 0
-    key = np.where(by_sequence, seq_raw[packets_of].astype(np.uint64), uuid)
-    keys, first, track = np.unique(np.c_[by_sequence, key] if by_sequence.any() and
-                                   not by_sequence.all() else key,
-                                   return_index=True, return_inverse=True, axis=0)
+    key = np.where(by_sequence, packets.sequences[packets.seq[events]].astype(np.uint64),
+                   uuid)
+    del uuid
+    # runs of one track (packets come in chunks per sequence): unique over the runs only
+    change = np.r_[True, (key[1:] != key[:-1]) | (by_sequence[1:] != by_sequence[:-1])]
+    run_start = np.flatnonzero(change)
+    _, first_run, run_track = np.unique(np.c_[by_sequence[run_start], key[run_start]],
+                                        return_index=True, return_inverse=True, axis=0)
+    first = run_start[first_run]
     rank = np.empty(len(first), dtype=np.int64)
     rank[np.argsort(first)] = np.arange(len(first))
-    track = rank[track.reshape(-1)]
-    slice_clock = event_clock[slices]
+    track = rank[run_track.reshape(-1)][np.cumsum(change) - 1].astype(np.int32)
     track_clock = np.zeros(len(first), dtype=np.int64)
-    track_clock[track] = slice_clock
-    if (track_clock[track] != slice_clock).any():
+    track_clock[track] = clock
+    if (track_clock[track] != clock).any():
         raise _HandOver  # a track on two clocks: the general path's error
     for k in np.argsort(first).tolist():
-        sequence_key = bool(by_sequence[first[k]])
         raw_key = int(key[first[k]])
-        reader.tracks[("sequence", raw_key) if sequence_key else raw_key] = int(rank[k])
+        reader.tracks[("sequence", raw_key) if by_sequence[first[k]] else raw_key] = int(rank[k])
         reader.track_clock[int(rank[k])] = int(track_clock[rank[k]])
+    return track
 
-    # Names: name_iid through the sequence's interned names since its last clear, else name.
-    iid = fields[10].value[slices]
+
+def _names(data: bytes | bytearray, reader: _Reader, packets: _Packets, records: _Records,
+           events: np.ndarray, cleared: np.ndarray, fields: dict[int, _Column]) -> np.ndarray:
+    """Each slice's name (numbered in order of first use, into ``reader.names``): name_iid
+    through its sequence's interned names since its last clear, else name."""
+    iid = fields[10].value
     labels: dict[str, int] = {}
-    label = np.zeros(len(slices), dtype=np.int64)
+    label = np.zeros(len(iid), dtype=np.int64)
     named = np.flatnonzero(iid == 0)
     if named.size:  # an END has no name: "" (as upb reads an absent field)
         label[named] = labels.setdefault("", len(labels))
-        named = named[fields[23].present[slices[named]]]
+        named = named[fields[23].present[named]]
     if named.size:
-        starts = fields[23].offset[slices[named]].tolist()
-        ends = (fields[23].offset + fields[23].value.astype(np.int64))[slices[named]].tolist()
+        offset = fields[23].offset
+        assert offset is not None  # a length-delimited field
+        starts = offset[named].tolist()
+        ends = (offset[named] + fields[23].value[named].astype(np.int64)).tolist()
         by_bytes: dict[bytes, int] = {}
         raw_names = [data[s:e] for s, e in zip(starts, ends, strict=True)]
         try:
@@ -907,38 +1094,39 @@ def _read_vectorised(data: bytes | bytearray, reader: _Reader) -> None:
             raise _HandOver from None
         label[named] = [by_bytes[raw_name] for raw_name in raw_names]
     by_iid = np.flatnonzero(iid != 0)
+    interned = records.interned
     if by_iid.size:
         if (iid[by_iid] >= np.uint64(1 << 32)).any() or any(e[1] >= 1 << 32 for e in interned):
             raise _HandOver
-        where = packets_of[by_iid]
-        wanted = seq[where] * (1 << 32) + iid[by_iid].astype(np.int64)
+        where = events[by_iid]
+        wanted = packets.seq[where] * (1 << 32) + iid[by_iid].astype(np.int64)
+        found = np.full(len(by_iid), -1, dtype=np.int64)
         if interned:
             def_packet = np.array([e[0] for e in interned], dtype=np.int64)
-            def_group = seq[def_packet] * (1 << 32) + np.array([e[1] for e in interned],
-                                                               dtype=np.int64)
+            def_group = packets.seq[def_packet] * (1 << 32) + np.array(
+                [e[1] for e in interned], dtype=np.int64)
             found = _as_of(def_group, def_packet, wanted, where)
-            live = found >= 0
-            live[live] &= def_packet[found[live]] >= cleared[where[live]]
-        else:
-            found, live = np.full(len(by_iid), -1), np.zeros(len(by_iid), dtype=bool)
+            dead = found >= 0
+            dead[dead] = def_packet[found[dead]] < cleared[by_iid[dead]]
+            found[dead] = -1  # defined before the sequence's last clear
+        del wanted, where
         def_label = np.array([labels.setdefault(e[2], len(labels)) for e in interned]
                              + [0], dtype=np.int64)
         label[by_iid] = def_label[found]
-        missing = np.flatnonzero(~live)
+        missing = np.flatnonzero(found < 0)
         reader.missing_names = len(missing)
         if missing.size:
             label[by_iid[missing]] = [labels.setdefault(f"(unknown name iid {k})", len(labels))
                                       for k in iid[by_iid[missing]].tolist()]
-    texts_of = list(labels)
-    unique, first_use, inverse = np.unique(label, return_index=True, return_inverse=True)
-    order = np.argsort(first_use)
-    name_rank = np.empty(len(unique), dtype=np.int64)
-    name_rank[order] = np.arange(len(unique))
-    reader.names = {texts_of[unique[k]]: i for i, k in enumerate(order.tolist())}
-    reader.ts = event_ts[slices]
-    reader.code = kind[slices].astype(np.uint8)
-    reader.name_id = name_rank[inverse.reshape(-1)].astype(np.int32)
-    reader.track_id = track.astype(np.int32)
+    # names numbered in order of first use
+    texts = list(labels)
+    first_use = np.full(len(labels), len(label), dtype=np.int64)
+    np.minimum.at(first_use, label, np.arange(len(label)))
+    order = np.argsort(first_use)[: int((first_use < len(label)).sum())]
+    rank = np.zeros(len(labels), dtype=np.int32)
+    rank[order] = np.arange(len(order))
+    reader.names = {texts[k]: i for i, k in enumerate(order.tolist())}
+    return rank[label]
 
 
 def _pieces(data: bytes | bytearray, fail: Any) -> list[tuple[int, int]]:
