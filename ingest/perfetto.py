@@ -655,6 +655,7 @@ def _fields(b: np.ndarray, start: np.ndarray, end: np.ndarray,
     active = np.flatnonzero(start < end)
     pos = start.copy()
     while active.size:
+        active_end = end[active]
         tag, after = _varints(b, pos[active])
         if (tag >= _TAG_TABLE).any():  # field numbers from 2048: unknown here
             if (tag > np.uint64(0xFFFFFFFF)).any():
@@ -674,13 +675,14 @@ def _fields(b: np.ndarray, start: np.ndarray, end: np.ndarray,
             if (length > np.uint64(len(b))).any():
                 raise _HandOver
             field_value[delimited] = length
-            payload = after.copy()  # the payload offsets, for the wanted delimited fields
-            payload[delimited] = at
+            if offset:  # the payload offsets, for the wanted delimited fields
+                payload = after.copy()
+                payload[delimited] = at
             after[delimited] = at + length.astype(np.int64)
         fixed = np.flatnonzero(wire & 1)  # wire type 1 (8 bytes) or 5 (4 bytes)
         if fixed.size:
             after[fixed] += np.where(wire[fixed] == 1, 8, 4)
-        if (after > end[active]).any():
+        if (after > active_end).any():
             raise _HandOver  # a field running past its message: the general path's error
         kept = np.flatnonzero(slot < k)
         if kept.size:
@@ -698,8 +700,9 @@ def _fields(b: np.ndarray, start: np.ndarray, end: np.ndarray,
         flagged = np.flatnonzero(slot == layout.flag)
         if flagged.size:
             has_flag[active[flagged]] = True
-        pos[active] = after
-        active = active[after < end[active]]
+        open_ = after < active_end
+        active = active[open_]
+        pos[active] = after[open_]
     columns = {number: _Column(value[s], present[s], offset.get(number))
                for s, number in enumerate(layout.wanted)}
     return columns, has_flag
@@ -725,16 +728,19 @@ def _packets(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     following[following < sentinel] = np.where(
         candidate[following[following < sentinel]] == end[following < sentinel],
         following[following < sentinel], sentinel)
-    jump = np.append(following, sentinel)
-    chain = np.zeros(1, dtype=np.int64)
+    jump = np.append(following, sentinel).astype(np.int32)
+    on_chain = np.zeros(len(candidate) + 1, dtype=bool)
+    reached = np.zeros(1, dtype=np.int32)  # the chain's nodes within 2**k steps of byte 0
+    on_chain[0] = True
     while True:
-        reached = jump[chain]
-        reached = reached[reached < sentinel]
-        if not reached.size:
+        further = jump[reached]  # then those 2**k to 2**(k+1) steps away
+        further = further[further < sentinel]
+        if not further.size:
             break
-        chain = np.concatenate([chain, reached])
+        on_chain[further] = True
+        reached = np.concatenate([reached, further])
         jump = jump[jump]
-    chain.sort()
+    chain = np.flatnonzero(on_chain[:-1])
     if end[chain[-1]] != n or (start[chain] > end[chain]).any():
         raise _HandOver  # truncated, or a byte that starts no packet: the general errors
     return start[chain], end[chain]
@@ -933,15 +939,14 @@ def _read_vectorised(data: bytes | bytearray, reader: _Reader) -> None:
     reader.code = kind[slices].astype(np.uint8)
     reader.ts = ts[slices]
     del kind, ts
-    fields = {k: column[slices] for k, column in fields.items()}
     events, cleared = events[slices], cleared[slices]
     if not len(slices):
         reader.track_id = reader.name_id = np.zeros(0, dtype=np.int32)
         return
-    reader.track_id = _tracks(reader, packets, events, fields[11].value, default_track[slices],
-                              clock[slices])
+    reader.track_id = _tracks(reader, packets, events, fields[11].value[slices],
+                              default_track[slices], clock[slices])
     del default_track, default_clock, clock
-    reader.name_id = _names(data, reader, packets, records, events, cleared, fields)
+    reader.name_id = _names(data, reader, packets, records, events, cleared, fields, slices)
 
 
 def _event_columns(b: np.ndarray, start: np.ndarray,
@@ -1011,7 +1016,7 @@ def _sequence_clocks(packets: _Packets, records: _Records, events: np.ndarray,
     snap_ts, multiplier, base, base_ns, incremental = (
         np.array([s[k] for s in params], dtype=np.int64) for k in (1, 2, 3, 4, 5))
     raw = packets.ts[moving]
-    if raw.astype(np.float64).sum() >= _SAFE:
+    if int(raw.sum(dtype=np.float64)) >= _SAFE:  # raw >= 0: no sum below overflows
         raise _HandOver
     # incremental: each value is the sum of the deltas since its snapshot
     value = raw - snap_ts[found]
@@ -1031,8 +1036,8 @@ def _sequence_clocks(packets: _Packets, records: _Records, events: np.ndarray,
         summed[by_snapshot] = total - (total - sorted_raw)[group_start]
         value = np.where(incremental[found] != 0, summed, value)
     del raw
-    if (np.abs(value.astype(np.float64) * multiplier[found]
-               + base_ns[found].astype(np.float64)).max() >= _SAFE):
+    if (max(abs(int(value.max())), abs(int(value.min()))) * int(np.abs(multiplier).max())
+            + int(np.abs(base_ns).max()) >= _SAFE):
         raise _HandOver
     converted = base_ns[found] + value * multiplier[found]
     mine = np.searchsorted(moving, events[scoped]) if others.size else slice(None)
@@ -1070,21 +1075,23 @@ def _tracks(reader: _Reader, packets: _Packets, events: np.ndarray, uuid: np.nda
 
 
 def _names(data: bytes | bytearray, reader: _Reader, packets: _Packets, records: _Records,
-           events: np.ndarray, cleared: np.ndarray, fields: dict[int, _Column]) -> np.ndarray:
+           events: np.ndarray, cleared: np.ndarray, fields: dict[int, _Column],
+           slices: np.ndarray) -> np.ndarray:
     """Each slice's name (numbered in order of first use, into ``reader.names``): name_iid
-    through its sequence's interned names since its last clear, else name."""
-    iid = fields[10].value
+    through its sequence's interned names since its last clear, else name. ``fields``: of
+    every kept event; ``slices``: the slices among them."""
+    iid = fields[10].value[slices]
     labels: dict[str, int] = {}
     label = np.zeros(len(iid), dtype=np.int64)
     named = np.flatnonzero(iid == 0)
     if named.size:  # an END has no name: "" (as upb reads an absent field)
         label[named] = labels.setdefault("", len(labels))
-        named = named[fields[23].present[named]]
+        named = named[fields[23].present[slices[named]]]
     if named.size:
         offset = fields[23].offset
         assert offset is not None  # a length-delimited field
-        starts = offset[named].tolist()
-        ends = (offset[named] + fields[23].value[named].astype(np.int64)).tolist()
+        starts = offset[slices[named]].tolist()
+        ends = (offset[slices[named]] + fields[23].value[slices[named]].astype(np.int64)).tolist()
         by_bytes: dict[bytes, int] = {}
         raw_names = [data[s:e] for s, e in zip(starts, ends, strict=True)]
         try:
