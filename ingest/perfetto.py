@@ -759,9 +759,17 @@ def _as_of(group: np.ndarray, position: np.ndarray, at_group: np.ndarray,
     keys = dense.astype(np.int64) * span + position
     order = np.argsort(keys, kind="stable")
     keys = keys[order]
+    small = int(groups[-1]) < _SMALL_GROUPS  # groups found by a table, not a search
+    if small:
+        table = np.zeros(int(groups[-1]) + 2, dtype=np.int64)  # the last: any larger group
+        table[groups] = np.arange(len(groups))
+        limit = len(table) - 1
     for lo in range(0, len(at_group), _BLOCK):
         g, p = at_group[lo:lo + _BLOCK], at_position[lo:lo + _BLOCK]
-        found = np.minimum(np.searchsorted(groups, g), len(groups) - 1)
+        if small:
+            found = table[np.minimum(g, limit)]
+        else:
+            found = np.minimum(np.searchsorted(groups, g), len(groups) - 1)
         known = groups[found] == g
         index = np.searchsorted(keys, found * span + p, side="right") - 1
         ok = known & (index >= 0)
@@ -772,6 +780,9 @@ def _as_of(group: np.ndarray, position: np.ndarray, at_group: np.ndarray,
 
 _PACKET_LAYOUT = _Layout.of(_VECTOR_FIELDS, _STATE_FIELDS)
 _EVENT_LAYOUT = _Layout.of(_EVENT_FIELDS, _EVENT_GENERAL)
+#: ``_as_of`` finds the groups below this by a table (the sequences, the interned names
+#: of sequences), larger ones by a search.
+_SMALL_GROUPS = 1 << 20
 #: Packets (and events) are scanned in blocks of this many, so that the scan's temporaries
 #: (a dozen arrays per block) stay a few MB whatever the file's size.
 _BLOCK = 1 << 17
@@ -998,14 +1009,13 @@ def _sequence_clocks(packets: _Packets, records: _Records, events: np.ndarray,
         order = np.argsort(moving, kind="stable")
         moving = moving[order]
         moving_clock = np.concatenate([moving_clock, other_clock])[order]
-    if (moving_clock > 0xFFFFFFF).any():
-        raise _HandOver
-    group = packets.seq[moving] * (1 << 28) + moving_clock
-    del moving_clock
     snapshots = records.snapshots
+    snap_clock = np.array([s[1] for s in snapshots], dtype=np.int64)
+    clocks = max(int(moving_clock.max()), int(snap_clock.max(initial=0))) + 1  # < 2**32
+    group = packets.seq[moving] * clocks + moving_clock
+    del moving_clock
     snap_packet = np.array([s[0] for s in snapshots], dtype=np.int64)
-    snap_group = (packets.seq[snap_packet] * (1 << 28)
-                  + np.array([s[1] for s in snapshots], dtype=np.int64))
+    snap_group = packets.seq[snap_packet] * clocks + snap_clock
     found = _as_of(snap_group, snap_packet, group, moving)
     del group
     if (found < 0).any():
@@ -1106,11 +1116,12 @@ def _names(data: bytes | bytearray, reader: _Reader, packets: _Packets, records:
         if (iid[by_iid] >= np.uint64(1 << 32)).any() or any(e[1] >= 1 << 32 for e in interned):
             raise _HandOver
         where = events[by_iid]
-        wanted = packets.seq[where] * (1 << 32) + iid[by_iid].astype(np.int64)
+        iids = max(int(iid[by_iid].max()), max((e[1] for e in interned), default=0)) + 1
+        wanted = packets.seq[where] * iids + iid[by_iid].astype(np.int64)
         found = np.full(len(by_iid), -1, dtype=np.int64)
         if interned:
             def_packet = np.array([e[0] for e in interned], dtype=np.int64)
-            def_group = packets.seq[def_packet] * (1 << 32) + np.array(
+            def_group = packets.seq[def_packet] * iids + np.array(
                 [e[1] for e in interned], dtype=np.int64)
             found = _as_of(def_group, def_packet, wanted, where)
             dead = found >= 0
