@@ -665,23 +665,22 @@ def _fields(b: np.ndarray, start: np.ndarray, end: np.ndarray,
         if (slot == layout.bad).any():
             raise _HandOver  # upb's business (an error, or a field it treats as unknown)
         wire = tag & 7
-        field_value = np.zeros(len(active), dtype=np.uint64)
-        varint = np.flatnonzero(wire == 0)
-        if varint.size:
+        fixed = wire & 1  # wire type 1 (8 bytes) or 5 (4 bytes); else 0 (varint), 2 (length)
+        if fixed.any():
+            field_value = np.zeros(len(active), dtype=np.uint64)
+            varint = np.flatnonzero(fixed == 0)  # a varint: the value or the length
             field_value[varint], after[varint] = _varints(b, after[varint])
+            after[fixed != 0] += np.where(wire[fixed != 0] == 1, 8, 4)
+        else:
+            field_value, after = _varints(b, after)
         delimited = np.flatnonzero(wire == 2)
         if delimited.size:
-            length, at = _varints(b, after[delimited])
+            length = field_value[delimited]
             if (length > np.uint64(len(b))).any():
                 raise _HandOver
-            field_value[delimited] = length
             if offset:  # the payload offsets, for the wanted delimited fields
                 payload = after.copy()
-                payload[delimited] = at
-            after[delimited] = at + length.astype(np.int64)
-        fixed = np.flatnonzero(wire & 1)  # wire type 1 (8 bytes) or 5 (4 bytes)
-        if fixed.size:
-            after[fixed] += np.where(wire[fixed] == 1, 8, 4)
+            after[delimited] += length.astype(np.int64)
         if (after > active_end).any():
             raise _HandOver  # a field running past its message: the general path's error
         kept = np.flatnonzero(slot < k)
@@ -829,11 +828,22 @@ def _packet_columns(b: np.ndarray, start: np.ndarray, end: np.ndarray) -> _Packe
     if (ts >= np.uint64(_SAFE)).any():
         raise _HandOver
     state |= (flags & _SEQ_INCREMENTAL_STATE_CLEARED) != 0
-    sequences, seq = np.unique(seq_raw, return_inverse=True)
+    sequences, seq = _unique_runs(seq_raw)
     events = np.flatnonzero(has_event)
     return _Packets(ts.view(np.int64), has_ts, clock_id, seq.astype(np.int64),
                     sequences.astype(np.int64), flags, state, events, event_start[events],
                     event_end[events])
+
+
+def _unique_runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)``, sorting only the values that start a run
+    of equal values (packets come in runs of one sequence)."""
+    change = np.empty(len(values), dtype=bool)
+    change[:1] = True
+    np.not_equal(values[1:], values[:-1], out=change[1:])
+    starts = np.flatnonzero(change)
+    unique, run_index = np.unique(values[starts], return_inverse=True)
+    return unique, run_index.reshape(-1)[np.cumsum(change) - 1]
 
 
 @dataclass
