@@ -784,7 +784,7 @@ _EVENT_LAYOUT = _Layout.of(_EVENT_FIELDS, _EVENT_GENERAL)
 _SMALL_GROUPS = 1 << 20
 #: Packets (and events) are scanned in blocks of this many, so that the scan's temporaries
 #: (a dozen arrays per block) stay a few MB whatever the file's size.
-_BLOCK = 1 << 17
+_BLOCK = 1 << 15
 
 
 @dataclass
