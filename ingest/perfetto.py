@@ -77,18 +77,18 @@ mutated ones):
 
 Measured (tests/benchmarks/perfetto_reader.py, 594,404 events; 2-CPU machine loaded by
 other jobs, so the ratios count): the general path reads at 2.96 µs per event, the
-vectorised one at 0.70 µs (in process, CPU time, best of 3), and the whole
-``parse_trace`` goes from 2.4-3.1x the JSON reader's time to 0.9x. Measured alternatives:
-a hand-written wire walker in pure Python (2.1 µs per event on the simplest packets, against 1.4 µs for upb
-plus the loop); the same lockstep scan in blocks of 131,072 (~15% slower than 32,768: the
-arrays leave the cache) and over the whole file at once (a 214 MB peak for a 7.8 MB file,
-against 97 MB in blocks); ``np.unique`` over every event for the track and name numbers
-(sorts; runs of one track and ``np.minimum.at`` do it in linear time). The peak of the
-process is not the reader's: the shared nesting code (``ingest.traces._function_times``)
-needs ~196 bytes per event over the columns (~32 bytes per event), far above the ~14
-bytes per event of a Perfetto file, so the peak stays ~17x the file (4x for JSON, whose
-events take ~60 bytes of file); 1.5x (~21 bytes per event) is below what the columns
-alone take. The figures: docs/architecture.md, "Trace parsing".
+vectorised one at 0.70 µs (in process, CPU time, best of 3), and the whole ``parse_trace``
+goes from 2.4-3.1x the JSON reader's time to 0.9x. Measured alternatives: a hand-written
+wire walker in pure Python (2.1 µs per event on the simplest packets, against 1.4 µs for
+upb plus the loop); the same lockstep scan in blocks of 131,072 (~15% slower than 32,768:
+the arrays leave the cache) and over the whole file at once (a 214 MB peak for a 7.8 MB
+file, against 97 MB in blocks); ``np.unique`` over every event for the track and name
+numbers (sorts; runs of one track and ``np.minimum.at`` do it in linear time). The peak of
+the process is not the reader's: the shared nesting code
+(``ingest.traces._function_times``) needs ~196 bytes per event over the columns (~32 bytes
+per event), far above the ~14 bytes per event of a Perfetto file, so the peak stays ~17x
+the file (4x for JSON, whose events take ~60 bytes of file); 1.5x (~21 bytes per event) is
+below what the columns alone take. The figures: docs/architecture.md, "Trace parsing".
 """
 
 from __future__ import annotations
