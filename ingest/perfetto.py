@@ -270,10 +270,11 @@ class _Track:
 class _Reader:
     def __init__(self, name: str, error: type[UserError]) -> None:
         self.name, self.error = name, error
-        self.ts = array("q")
-        self.code = array("B")
-        self.name_id = array("i")
-        self.track_id = array("i")
+        # array columns appended to by read(), or numpy arrays from _read_vectorised
+        self.ts: Any = array("q")
+        self.code: Any = array("B")
+        self.name_id: Any = array("i")
+        self.track_id: Any = array("i")
         self.durations: dict[int, float] = {}  # event index -> duration_us (legacy X)
         self.names: dict[str, int] = {}
         self.tracks: dict[Any, int] = {}  # uuid or (pid, tid) -> index
@@ -855,8 +856,10 @@ def _packet_columns(b: np.ndarray, start: np.ndarray, end: np.ndarray) -> _Packe
         seq_raw[part] = columns[10].value & _U32
         flags[part] = columns[13].value & np.uint64(3)
         has_event[part] = columns[11].present
-        event_start[part] = columns[11].offset
-        event_end[part] = columns[11].offset + columns[11].value.astype(np.int64)
+        offset = columns[11].offset
+        assert offset is not None  # a length-delimited field
+        event_start[part] = offset
+        event_end[part] = offset + columns[11].value.astype(np.int64)
         del columns
     if (ts >= np.uint64(_SAFE)).any():
         raise _HandOver
@@ -1054,11 +1057,11 @@ def _sequence_clocks(packets: _Packets, records: _Records, events: np.ndarray,
         moving_clock = np.concatenate([moving_clock, other_clock])[order]
     snapshots = records.snapshots
     snap_clock = np.array([s[1] for s in snapshots], dtype=np.int64)
-    clocks = max(int(moving_clock.max()), int(snap_clock.max(initial=0))) + 1  # < 2**32
-    group = packets.seq[moving] * clocks + moving_clock
+    n_clocks = max(int(moving_clock.max()), int(snap_clock.max(initial=0))) + 1  # < 2**32
+    group = packets.seq[moving] * n_clocks + moving_clock
     del moving_clock
     snap_packet = np.array([s[0] for s in snapshots], dtype=np.int64)
-    snap_group = packets.seq[snap_packet] * clocks + snap_clock
+    snap_group = packets.seq[snap_packet] * n_clocks + snap_clock
     found = _as_of(snap_group, snap_packet, group, moving)
     del group
     if (found < 0).any():
@@ -1115,7 +1118,7 @@ def _tracks(reader: _Reader, packets: _Packets, events: np.ndarray, uuid: np.nda
     first = run_start[first_run]
     rank = np.empty(len(first), dtype=np.int64)
     rank[np.argsort(first)] = np.arange(len(first))
-    track = rank[run_track.reshape(-1)][np.cumsum(change) - 1].astype(np.int32)
+    track: np.ndarray = rank[run_track.reshape(-1)][np.cumsum(change) - 1].astype(np.int32)
     track_clock = np.zeros(len(first), dtype=np.int64)
     track_clock[track] = clock
     if (track_clock[track] != clock).any():
@@ -1146,7 +1149,7 @@ def _names(data: bytes | bytearray, reader: _Reader, packets: _Packets, records:
         starts = offset[slices[named]].tolist()
         ends = (offset[slices[named]] + fields[23].value[slices[named]].astype(np.int64)).tolist()
         by_bytes: dict[bytes, int] = {}
-        raw_names = [data[s:e] for s, e in zip(starts, ends, strict=True)]
+        raw_names = [bytes(data[s:e]) for s, e in zip(starts, ends, strict=True)]
         try:
             for raw_name in set(raw_names):
                 by_bytes[raw_name] = labels.setdefault(raw_name.decode(), len(labels))

@@ -282,7 +282,7 @@ def test_events_columns() -> None:
     assert len(events.threads) == 6
 
 
-def _both_paths(data: bytes) -> tuple[object, object]:
+def _both_paths(data: bytes | bytearray) -> tuple[object, object]:
     """(vectorised, general) readings of ``data``: Events, an error message, or None where
     the vectorised path hands the file to the general one."""
 
@@ -320,10 +320,22 @@ def test_the_vectorised_path_reads_the_common_shape(incremental_clock: bool,
     """Builder-made traces take the vectorised path, with the general path's columns."""
     data = to_perfetto(chrome_like(random.Random(5), tasks=20),
                        incremental_clock=incremental_clock, interned=interned)
-    fast, general = _both_paths(data)
+    for source in (data, bytearray(data)):  # a stream is read into a bytearray
+        fast, general = _both_paths(source)
+        assert isinstance(fast, perfetto.Events)
+        assert isinstance(general, perfetto.Events)
+        assert _same_events(fast, general)
+
+
+def test_the_vectorised_path_reads_instants_only() -> None:
+    instants = [Process(5, "Renderer", [Thread(1, "CrRendererMain", [
+        ("I", "a", 1), ("I", "b", 2)])])]
+    fast, general = _both_paths(to_perfetto(instants))
     assert isinstance(fast, perfetto.Events)
     assert isinstance(general, perfetto.Events)
     assert _same_events(fast, general)
+    assert fast.ignored == {"i": 2}
+    assert len(fast.code) == 0
 
 
 def test_the_vectorised_path_agrees_or_hands_over_on_mutations() -> None:
