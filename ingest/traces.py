@@ -332,9 +332,9 @@ def _parse(
     counts = _Counts()
     data = reading.read_bounded(source, name, max_bytes, TraceError)
     if not _is_json(data):
-        events = perfetto.read_events(data, name, TraceError)
+        slices = perfetto.read_events(data, name, TraceError)
         del data  # the file's bytes are not held while nesting
-        return _perfetto_times(events, thread_name, process_name, all_threads, name, counts)
+        return _perfetto_times(slices, thread_name, process_name, all_threads, name, counts)
     columns = _decode_in_pieces(data)
     if columns is None:  # the whole file at once: the slow path, and every error message
         events, tagged = _decode(data, name, counts)
