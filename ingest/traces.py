@@ -332,7 +332,9 @@ def _parse(
     counts = _Counts()
     data = reading.read_bounded(source, name, max_bytes, TraceError)
     if not _is_json(data):
-        return _perfetto_times(data, name, thread_name, process_name, all_threads, counts)
+        slices = perfetto.read_events(data, name, TraceError)
+        del data  # the file's bytes are not held while nesting
+        return _perfetto_times(slices, thread_name, process_name, all_threads, name, counts)
     columns = _decode_in_pieces(data)
     if columns is None:  # the whole file at once: the slow path, and every error message
         events, tagged = _decode(data, name, counts)
@@ -382,17 +384,15 @@ def _is_json(data: bytes | bytearray) -> bool:
 
 
 def _perfetto_times(
-    data: bytes | bytearray,
-    name: str,
+    events: perfetto.Events,
     thread_name: str,
     process_name: str,
     all_threads: bool,
+    name: str,
     counts: _Counts,
 ) -> FunctionTimes:
-    """A Perfetto protobuf trace: its slice events (``ingest.perfetto``) through the same
+    """A Perfetto protobuf trace's slice events (``ingest.perfetto``) through the same
     nesting and timing as a JSON trace's (B, E and X events)."""
-    events = perfetto.read_events(data, name, TraceError)
-    del data
     code = _PERFETTO_CODES[events.code]
     counts.notes.extend(events.notes)
     return _function_times(
