@@ -253,7 +253,7 @@ def detect_count_changes(
     min_noise: int = 14,
     min_count: float = 1000,
     volume_ratio: float = 2.0,
-    volume_k: float = 3.0,
+    volume_k: float = 4.0,
     consistency_alpha: float = 0.01,
 ) -> CountScan:
     """Proportion and client-volume changes of a build series, with the persistence rule.
@@ -314,7 +314,7 @@ def detect_count_changes(
         As in :func:`~deviations.stats.histograms.detect_changes_adaptive`.
     volume_ratio : float, default 2.0
         Smallest lasting factor of the clients reporting (a doubling or a halving).
-    volume_k : float, default 5.0
+    volume_k : float, default 4.0
         Robust z of the log-ratio over the probe's build-to-build noise (as the adaptive
         shape rule's ``k``).
 
