@@ -57,6 +57,7 @@ REASON_TOO_SMALL = "smaller than the minimum change"
 REASON_AWAITING = "awaiting later builds"
 REASON_LATER_LOW_DATA = "later build has too little data"
 REASON_NOT_PERSISTENT = "not persistent"
+REASON_REPORTED = "change reported at an earlier build"
 
 _REASONS = (
     REASON_CHANGE,
@@ -67,6 +68,7 @@ _REASONS = (
     REASON_AWAITING,
     REASON_LATER_LOW_DATA,
     REASON_NOT_PERSISTENT,
+    REASON_REPORTED,
 )
 
 #: Normal quantile of the reported two-sided 95 % interval.
@@ -394,6 +396,8 @@ def detect_count_changes(
     # Deciding bucket: the largest |z| among those passing, else among all.
     score = np.where(passes, np.abs(z) + 1e6, np.abs(z))
     score = np.where(np.isnan(score), -1.0, score)
+    # Ties (the two buckets of a boolean probe) go to the later bucket: `true`.
+    score = score + 1e-9 * np.arange(B)
     best = np.argmax(score, axis=-1)  # (T, S)
     pick = best[..., None]
 
@@ -401,7 +405,7 @@ def detect_count_changes(
         return np.asarray(np.take_along_axis(x, pick, -1)[..., 0], dtype=np.float64)
 
     usableT = usable.T
-    code = np.full((T, c.shape[0]), len(_REASONS) - 1, dtype=np.int64)
+    code = np.full((T, c.shape[0]), _REASONS.index(REASON_NOT_PERSISTENT), dtype=np.int64)
     code = np.where(np.any(passes, axis=-1), 0, code)
     code = np.where(~window_usable & exists, 6, code)
     code = np.where(~exists, 5, code)
@@ -437,7 +441,14 @@ def detect_count_changes(
         clients_after = np.exp(_nanmean(win_y, 1))
     clients_before = np.exp(y_past)
 
+    # A change is reported once: the builds whose past still holds the old level (the
+    # next ``past_builds``) are not reported again.
     changed = proportion | volume
+    for t in range(1, T):
+        changed[t] &= ~changed[max(0, t - N) : t].any(axis=0)
+    code = np.where((proportion | volume) & ~changed, 8, code)
+    proportion &= changed
+    volume &= changed
     kind = np.where(proportion, "proportion", np.where(volume, "volume", ""))
     best = np.where(np.isnan(at(diff)), -1, best)
     se_b = at(se)
