@@ -203,13 +203,13 @@ def between_build_variance(
     part of its own noise), robustly (1.4826 MAD about the median, Hampel 1974, so one-build
     spikes in the past do not inflate it) and by moments (DerSimonian & Laird 1986):
 
-    .. math:: \hat\tau^2_i = \max\Big(0,\;
-              \big(1.4826\,\mathrm{MAD}(\hat p)\big)^2 -
-              \operatorname{median}(v_t)\Big).
+    .. math:: \\hat\\tau^2_i = \\max\\Big(0,\\;
+              \\big(1.4826\\,\\mathrm{MAD}(\\hat p)\\big)^2 -
+              \\operatorname{median}(v_t)\\Big).
 
     Levels, not consecutive differences: GLAM's build effects come in runs of similar
     builds, which consecutive differences do not see (on its enumerated probe they gave a
-    :math:`\hat\tau` too small for its real two-point regimes).
+    :math:`\\hat\\tau` too small for its real two-point regimes).
 
     Parameters
     ----------
@@ -290,9 +290,9 @@ def detect_count_changes(
     A **volume change** (only where no proportion change is reported) uses
     :math:`y_t = \\ln n_t`: with :math:`y_R` the median over the past builds with data
     and :math:`s` the 1.4826 MAD of :math:`y` over the noise window, the window's mean
-    :math:`\bar y_A - y_R` exceeds
-    :math:`\max(\ln(\text{volume\_ratio}), \text{volume\_k}\, s \sqrt{1 + \pi/2|R|})`
-    and every build of :math:`A_i` lies beyond half of :math:`\ln(\text{volume\_ratio})`
+    :math:`\\bar y_A - y_R` exceeds
+    :math:`\\max(\\ln(\\text{volume\\_ratio}), \\text{volume\\_k}\\, s \\sqrt{1 + \\pi/2|R|})`
+    and every build of :math:`A_i` lies beyond half of :math:`\\ln(\\text{volume\\_ratio})`
     on the same side.
 
     Parameters
