@@ -27,8 +27,9 @@ from deviations.histograms.models import (
     HistogramSnapshot,
     Probe,
 )
-from deviations.histograms.rules import rule_of, scan
-from deviations.stats.histograms import ChangeScan
+from deviations.histograms.rules import count_scan, judged_on_counts, rule_of, scan
+from deviations.stats.histograms import ChangeScan, hellinger
+from deviations.stats.proportions import CountChange
 
 # Defaults of deviations.stats.histograms, repeated here only to locate a change's past
 # builds when neither the probe nor the global row sets them.
@@ -104,11 +105,25 @@ def detect(probe_ids: Iterable[int] | None = None) -> list[int]:
             series.probe.scan = _scan_record(rule, series, result, j)
             series.probe.detected_at = now
             probes.append(series.probe)
+        found: dict[tuple[int, int], HistogramChange] = {}
         for change in result.changes():
             series = members[change.index[0]][0]
-            candidates.append(
-                _change(series, change.index[0], change.build, rule, params, result)
+            found[change.index[0], change.build] = _change(
+                series, change.index[0], change.build, rule, params, result
             )
+        # Boolean and enumerated probes are judged on their counts too: a share change
+        # replaces the shape rule's words at its build, a volume change only adds.
+        counted = [j for j, m in enumerate(members) if judged_on_counts(m[0].probe)]
+        if counted:
+            counts = count_scan(np.stack([members[j][0].counts for j in counted]), params)
+            for cc in counts.changes():
+                j = counted[cc.index[0]]
+                if cc.kind == "volume" and (j, cc.build) in found:
+                    continue
+                found[j, cc.build] = _count_change(
+                    members[j][0], j, cc, rule, params, result
+                )
+        candidates.extend(found[key] for key in sorted(found))
     with transaction.atomic():
         _store_scans(probes, now)
         return _insert_new(candidates)
@@ -203,4 +218,34 @@ def _change(
         after=pack(_mean_normalised(series.counts[i : i + future + 1])),
     )
     change.sort_key = sort_key(change.build_id)  # bulk_create does not call save()
+    return change
+
+
+def bucket_label(series: ProbeSeries, bucket: int) -> str:
+    """``true``/``false`` for a boolean probe, else the bucket's lower edge."""
+    low = float(series.edges[bucket])
+    if series.probe.histogram_type in ("boolean", "flag") and low in (0.0, 1.0):
+        return "true" if low == 1.0 else "false"
+    return f"{low:g}"
+
+
+def _count_change(
+    series: ProbeSeries, j: int, cc: CountChange, rule: str, params: dict[str, Any],
+    result: ChangeScan,
+) -> HistogramChange:
+    """The row of a count change: the shape rule's row at the build (before/after
+    histograms, distance and cutoff, for the chart) with the count rule's kind and
+    figures."""
+    change = _change(series, j, cc.build, rule, params, result)
+    change.kind = cc.kind
+    change.shift_buckets = None
+    if not np.isfinite(change.distance):
+        change.distance = float(hellinger(unpack(change.before), unpack(change.after)))
+    if not np.isfinite(change.cutoff):
+        change.cutoff = 0.0
+    if cc.kind == "proportion":
+        change.bucket = bucket_label(series, cc.bucket)
+        change.share_before, change.share_after = cc.before, cc.after
+        change.diff_lo, change.diff_hi = cc.diff_lo, cc.diff_hi
+    change.clients_before, change.clients_after = cc.clients_before, cc.clients_after
     return change

@@ -181,7 +181,15 @@ class HistogramChange(models.Model):
     """A change the rule reported at one build of a probe; stored once. Its alert (triage,
     explanation, group) is ``change.alert`` (``deviations.alerts.models.Alert``)."""
 
-    KINDS = [("shift", "shift"), ("shape", "shape change")]
+    KINDS = [
+        ("shift", "shift"),
+        ("shape", "shape change"),
+        ("proportion", "share change"),
+        ("volume", "client-volume change"),
+    ]
+    #: Kinds found by the count rule (``deviations.stats.proportions``) of boolean and
+    #: enumerated probes; shift and shape come from the Hellinger rule.
+    COUNT_KINDS = ("proportion", "volume")
 
     probe = models.ForeignKey(Probe, on_delete=models.CASCADE, related_name="changes")
     build_id = models.CharField(max_length=100)
@@ -193,6 +201,18 @@ class HistogramChange(models.Model):
     kind = models.CharField(max_length=10, choices=KINDS)
     shift_buckets = models.FloatField(null=True, blank=True)
     rule = models.CharField(max_length=10, choices=RULE_CHOICES)
+    # Count changes (kind proportion or volume): the bucket whose share moved (its label,
+    # "true" for a boolean probe), its share before (median of the past builds) and after
+    # (mean of the build and its confirming builds) with the 95 % interval of the change,
+    # and the clients a build before (median) and after (geometric mean). For these kinds
+    # distance and cutoff are the Hellinger rule's at the build, for the chart.
+    bucket = models.CharField(max_length=50, blank=True)
+    share_before = models.FloatField(null=True, blank=True)
+    share_after = models.FloatField(null=True, blank=True)
+    diff_lo = models.FloatField(null=True, blank=True)
+    diff_hi = models.FloatField(null=True, blank=True)
+    clients_before = models.FloatField(null=True, blank=True)
+    clients_after = models.FloatField(null=True, blank=True)
     # Mean normalised histogram of the usable past builds and of the build with its
     # confirming later builds (what the kind was judged on), on ``edges``.
     edges = models.BinaryField()
@@ -216,6 +236,26 @@ class HistogramChange(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("histograms:probe", args=[self.probe_id]) + f"?build={self.build_id}"
+
+    def describe(self) -> str:
+        """What changed, in words (pages, exports, alerts)."""
+        if self.kind == "proportion" and self.share_before is not None:
+            after = self.share_after or 0.0
+            verb = "rose" if after >= self.share_before else "fell"
+            interval = ""
+            if self.diff_lo is not None and self.diff_hi is not None:
+                interval = (f", 95% interval of the change {100 * self.diff_lo:+.1f} to "
+                            f"{100 * self.diff_hi:+.1f} points")
+            return (f"share of `{self.bucket}` {verb} from {100 * self.share_before:.1f}% "
+                    f"to {100 * after:.1f}%{interval}")
+        if self.kind == "volume" and self.clients_before and self.clients_after:
+            ratio = self.clients_after / self.clients_before
+            verb = "rose" if ratio >= 1 else "fell"
+            return (f"clients reporting {verb} from {self.clients_before:,.0f} to "
+                    f"{self.clients_after:,.0f} a build (x{ratio:.2f}), shares unchanged")
+        if self.kind == "shift" and self.shift_buckets is not None:
+            return f"the distribution shifted by {self.shift_buckets:+.2f} buckets"
+        return "the distribution changed shape"
 
 
 class BuildAnnotation(Annotation):

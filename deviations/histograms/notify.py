@@ -9,6 +9,8 @@ overlapping builds are one group). Who is told and the email are
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import Q
 
 from deviations.alerts import notify as alert_notify
@@ -30,32 +32,67 @@ def probe_family(name: str) -> str:
     return name.split("_", 1)[0] or name
 
 
+#: The method sentence of the count rule's kinds (docs/statistics.md, "Changes in counts").
+_COUNT_METHOD = {
+    "proportion": "test of proportions over the builds' clients, with the probe's own "
+                  "between-build variance",
+    "volume": "clients per build against the probe's own build-to-build variation",
+}
+
+
 def explain(change: HistogramChange) -> str:
     """The verdict in words, as the alert and the probe page show it."""
-    what = "the distribution changed shape"
-    if change.kind == "shift" and change.shift_buckets is not None:
-        what = f"the distribution shifted by {change.shift_buckets:+.2f} buckets"
+    builds = f"between builds {change.previous_build_id or '-'} and {change.build_id}"
+    if change.kind in HistogramChange.COUNT_KINDS:
+        return (
+            f"{change.probe.name}: {change.describe()} {builds} "
+            f"({_COUNT_METHOD[change.kind]}), and the following builds confirmed it."
+        )
     return (
-        f"{change.probe.name}: {what} between builds {change.previous_build_id or '-'} and "
-        f"{change.build_id}; Hellinger distance {change.distance:.3f} passed the cutoff "
+        f"{change.probe.name}: {change.describe()} {builds}; Hellinger distance "
+        f"{change.distance:.3f} passed the cutoff "
         f"{change.cutoff:.3f} ({_METHOD.get(change.rule, change.rule + ' rule')}), and the "
         "following builds confirmed it."
     )
 
 
+def _count_figures(change: HistogramChange) -> dict[str, Any]:
+    """The alert's numbers for a count change: the share in points, or the clients."""
+    n = {"n_before": round(change.clients_before) if change.clients_before else None,
+         "n_after": round(change.clients_after) if change.clients_after else None}
+    if change.kind == "proportion" and change.share_before is not None:
+        after = change.share_after or 0.0
+        return {**n, "unit": "points", "before": 100 * change.share_before,
+                "after": 100 * after, "effect": 100 * (after - change.share_before),
+                "effect_lo": None if change.diff_lo is None else 100 * change.diff_lo,
+                "effect_hi": None if change.diff_hi is None else 100 * change.diff_hi}
+    if change.clients_before and change.clients_after:
+        return {**n, "unit": "clients", "before": change.clients_before,
+                "after": change.clients_after,
+                "effect": change.clients_after - change.clients_before,
+                "effect_pct": 100 * (change.clients_after / change.clients_before - 1)}
+    return n
+
+
 def alert_data(change: HistogramChange) -> AlertData:
     name = change.probe.name
-    shift = change.kind == "shift" and change.shift_buckets is not None
-    return AlertData(
+    common = dict(
         key=f"histogram:{change.pk}", detector=Alert.HISTOGRAM, family=probe_family(name),
         subject=name, from_label=change.previous_build_id or "-", to_label=change.build_id,
         from_key=sort_key(change.previous_build_id) if change.previous_build_id else "",
-        to_key=change.sort_key, direction=Alert.CHANGE,
-        method=_METHOD.get(change.rule, change.rule), explanation=explain(change),
+        to_key=change.sort_key, direction=Alert.CHANGE, explanation=explain(change),
         data_at=change.detected_at, probe_id=change.probe_id, change_id=change.pk,
-        rule=change.rule, unit="buckets" if shift else "",
+        rule=change.rule, ignore_as=(name, name),
+    )
+    if change.kind in HistogramChange.COUNT_KINDS:
+        return AlertData(**common, method=_COUNT_METHOD[change.kind],
+                         **_count_figures(change))
+    shift = change.kind == "shift" and change.shift_buckets is not None
+    return AlertData(
+        **common, method=_METHOD.get(change.rule, change.rule),
+        unit="buckets" if shift else "",
         effect=change.shift_buckets if shift else None, distance=change.distance,
-        threshold=change.cutoff, ignore_as=(name, name),
+        threshold=change.cutoff,
     )
 
 

@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # the models import this module: numpy only when a rule runs 
     import numpy as np
 
     from deviations.stats.histograms import ChangeScan
+    from deviations.stats.proportions import CountScan
 
 RULE_ADAPTIVE, RULE_MOZILLA = "adaptive", "mozilla"
 RULE_CHOICES = [
@@ -42,6 +43,24 @@ def rule_of(probe: Any, defaults: Any) -> tuple[str, dict[str, Any]]:
         if value is not None:
             params[name] = int(value) if name in _INT_PARAMS else float(value)
     return rule, params
+
+
+#: Histogram types judged on their counts as well as their shape
+#: (``deviations.stats.proportions``): their buckets are categories, not a scale.
+COUNT_TYPES = ("boolean", "flag", "enumerated", "categorical")
+
+
+def judged_on_counts(probe: Any) -> bool:
+    return probe.histogram_type in COUNT_TYPES
+
+
+def count_scan(counts: np.ndarray, params: dict[str, Any]) -> CountScan:
+    """The count rule on counts of shape (..., builds, buckets), with the probe's
+    parameters the two rules share (builds before and after, the data filter)."""
+    from deviations.stats.proportions import detect_count_changes  # see scan()
+
+    shared = {k: params[k] for k in COMMON if k in params}
+    return detect_count_changes(counts, **shared)
 
 
 def scan(rule: str, counts: np.ndarray, params: dict[str, Any]) -> ChangeScan:

@@ -48,7 +48,8 @@ def change_out(c: HistogramChange) -> dict[str, Any]:
     return {
         "id": c.pk, "probe": c.probe.name, "build_id": c.build_id,
         "previous_build_id": c.previous_build_id, "distance": c.distance, "cutoff": c.cutoff,
-        "kind": c.kind, "rule": c.rule, "state": alert.status if alert else Alert.NEW,
+        "kind": c.kind, "change": c.describe(), "rule": c.rule,
+        "state": alert.status if alert else Alert.NEW,
         "state_by": alert.status_by.get_username() if alert and alert.status_by else None,
         "state_at": alert.status_at.isoformat() if alert and alert.status_at else None,
         "alert_url": alert.get_absolute_url() if alert else None,

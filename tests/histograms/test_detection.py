@@ -141,12 +141,12 @@ def test_export_json_and_csv(demo) -> None:
     assert [(r["probe"], r["build_id"], r["kind"]) for r in rows] == [
         ("GC_MS", builds[35], "shift"), ("TAB_SWITCH_MS", builds[40], "shape")
     ]
-    assert set(rows[0]) == {"probe", "build_id", "distance", "kind"}
+    assert set(rows[0]) == {"probe", "build_id", "distance", "kind", "change"}
     assert rows[0]["distance"] == pytest.approx(
         HistogramChange.objects.get(probe__name="GC_MS").distance
     )
     lines = export("--probe", "TAB_SWITCH_MS", "--format", "csv").splitlines()
-    assert lines[0] == "probe,build_id,distance,kind"
+    assert lines[0] == "probe,build_id,distance,kind,change"
     assert lines[1].startswith(f"TAB_SWITCH_MS,{builds[40]},0.")
     assert len(lines) == 2
 

@@ -9,14 +9,15 @@ from deviations.histograms.models import HistogramChange, Probe
 from deviations.management import base
 from deviations.management.output import write_rows
 
-FIELDS = ["probe", "build_id", "distance", "kind"]
+FIELDS = ["probe", "build_id", "distance", "kind", "change"]
 
 
 class Command(base.Command):
     help = (
         "Write the detected histogram changes to standard output, one row per change: probe, "
         "build_id, distance (the Hellinger distance to the previous usable build, the one the "
-        "cutoffs refer to) and kind (shift or shape), by probe name and build order."
+        "cutoffs refer to), kind (shift, shape, proportion or volume) and the change in words "
+        "(a share with its 95% interval, the clients), by probe name and build order."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -32,7 +33,7 @@ class Command(base.Command):
             changes = changes.filter(probe=probe)
         rows = (
             {"probe": c.probe.name, "build_id": c.build_id, "distance": c.distance,
-             "kind": c.kind}
+             "kind": c.kind, "change": c.describe()}
             for c in changes.order_by("probe__name", "sort_key", "pk")
         )
         write_rows(self.stdout, rows, FIELDS, opts["format"])

@@ -1,0 +1,215 @@
+"""Simulation: the count rule (proportion and volume changes) against the shape rule.
+
+Run from the project root::
+
+    .venv/bin/python -m tests.simulations.histogram_counts
+
+Prints markdown tables: the power of ``detect_count_changes`` (a lasting move of a boolean
+share, by move size and clients per build; a share of an enumerated probe's clients moving
+to another bucket), the false flags on stable overdispersed series (per series and per
+build) next to the adaptive shape rule's, and the real GLAM series as they are and with
+planted changes (skipped without /work/shared/data). Seeded: the output is reproducible.
+docs/statistics.md ("Changes in counts") describes the design and holds the tables.
+
+The series: 60 builds; clients per build ``N`` times a log-normal factor (sd 0.3 in log,
+as GLAM's ``total_users``); the true shares wander from build to build (overdispersion):
+a build effect ``u_t`` per bucket, AR(1) with coefficient 0.5 (runs of similar builds, as
+GLAM's regimes) and sd ``sqrt(rho * pi (1 - pi))``, rho calibrated on GLAM (boolean 6e-5:
+sd 0.3 points at a 20 % share; enumerated 3e-4), plus isolated one-build spikes (3 % of
+builds, 2-4 points); the counts are multinomial given the build's shares.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from deviations.stats.histograms import detect_changes_adaptive
+from deviations.stats.proportions import CountScan, detect_count_changes
+
+BUILDS, CHANGE_AT, REPLICATES, SEED = 60, 40, 200, 20260522
+RHO_BOOLEAN, RHO_ENUMERATED = 6e-5, 3e-4
+SPIKE_RATE = 0.03
+ENUMERATED = np.array(  # GLAM's enumerated probe: mean shares of its 13 used buckets
+    [0.171, 0.030, 0.003, 0.0014, 0.694, 0.0074, 0.0093, 0.050, 0.0094, 0.0, 0.016,
+     0.0068, 0.0008]
+)
+ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(os.environ.get("DEVIATIONS_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+def simulate(
+    rng: np.random.Generator,
+    base: np.ndarray,
+    clients: float,
+    rho: float,
+    *,
+    series: int = REPLICATES,
+    move: float = 0.0,
+    source: int = 0,
+    target: int = 1,
+    volume: float = 1.0,
+) -> np.ndarray:
+    """Counts (series, builds, buckets); from CHANGE_AT on, ``move`` of the share goes from
+    bucket ``source`` to ``target`` and the clients are multiplied by ``volume``."""
+    B = base.size
+    sd = np.sqrt(rho * base * (1 - base))
+    e = rng.normal(size=(series, BUILDS, B)) * sd
+    u = np.empty_like(e)
+    u[:, 0] = e[:, 0]
+    for t in range(1, BUILDS):  # AR(1), stationary sd = sd
+        u[:, t] = 0.5 * u[:, t - 1] + np.sqrt(1 - 0.25) * e[:, t]
+    spikes = rng.random((series, BUILDS)) < SPIKE_RATE
+    size = rng.uniform(0.02, 0.04, (series, BUILDS)) * rng.choice([-1, 1], (series, BUILDS))
+    p = base + u
+    p[..., source] += np.where(spikes, size, 0.0)
+    p[..., target] -= np.where(spikes, size, 0.0)
+    p[:, CHANGE_AT:, source] -= move
+    p[:, CHANGE_AT:, target] += move
+    p = np.clip(p, 0.0, None)
+    p /= p.sum(axis=-1, keepdims=True)
+    n = np.round(clients * np.exp(rng.normal(0, 0.3, (series, BUILDS)))).astype(np.int64)
+    n[:, CHANGE_AT:] = np.round(n[:, CHANGE_AT:] * volume).astype(np.int64)
+    return np.asarray(rng.multinomial(n, p), dtype=np.float64)
+
+
+def found(scan: CountScan, kind: str = "proportion") -> float:
+    """Share of series with a change of ``kind`` at the planted build or the 2 after."""
+    hit = scan.changed[:, CHANGE_AT : CHANGE_AT + 3] & (
+        scan.kind[:, CHANGE_AT : CHANGE_AT + 3] == kind
+    )
+    return float(hit.any(axis=1).mean())
+
+
+def false_flags(changed: np.ndarray, planted: bool) -> tuple[float, float]:
+    """(share of series with a flag, flags per 1,000 builds) away from a planted change."""
+    away = changed.copy()
+    if planted:
+        away[:, CHANGE_AT : CHANGE_AT + 3] = False
+    return float(away.any(axis=1).mean()), 1000 * float(away.mean())
+
+
+def power_boolean(rng: np.random.Generator) -> None:
+    moves, clients = (0.01, 0.02, 0.03, 0.05), (2_000, 5_000, 20_000, 300_000)
+    print("Boolean share 20 %: lasting move found at its build or the 2 after "
+          f"({REPLICATES} series a cell)\n")
+    print("| move | " + " | ".join(f"{n:,} clients" for n in clients) + " |")
+    print("|---|" + "---:|" * len(clients))
+    base = np.array([0.8, 0.2])
+    for move in moves:
+        row = []
+        for n in clients:
+            counts = simulate(rng, base, n, RHO_BOOLEAN, move=move)
+            row.append(f"{found(detect_count_changes(counts)):.0%}")
+        print(f"| {move:.0%} points | " + " | ".join(row) + " |")
+    print()
+
+
+def power_enumerated(rng: np.random.Generator) -> None:
+    print("Enumerated (GLAM's shares, 13 buckets): share moving from the largest bucket to "
+          "another\n")
+    print("| move | to bucket | clients | count rule | shape rule (adaptive) |")
+    print("|---|---|---:|---:|---:|")
+    for move in (0.02, 0.03, 0.05):
+        for target in (0, 7):
+            for n in (20_000, 200_000):
+                counts = simulate(rng, ENUMERATED, n, RHO_ENUMERATED, move=move, source=4,
+                                  target=target)
+                shape = detect_changes_adaptive(counts).changed[:, CHANGE_AT : CHANGE_AT + 3]
+                print(f"| {move:.0%} | {target} | {n:,} | "
+                      f"{found(detect_count_changes(counts)):.0%} | "
+                      f"{shape.any(axis=1).mean():.0%} |")
+    print()
+
+
+def stable(rng: np.random.Generator) -> None:
+    print(f"Stable overdispersed series (no change; {BUILDS} builds, spikes in 3 % of builds): "
+          "series with a flag, flags per 1,000 builds\n")
+    print("| probe | clients | count rule | shape rule (adaptive) |")
+    print("|---|---:|---:|---:|")
+    cases = [("boolean", np.array([0.8, 0.2]), RHO_BOOLEAN, 0, 1),
+             ("enumerated", ENUMERATED, RHO_ENUMERATED, 4, 0)]
+    for name, base, rho, s, t in cases:
+        for n in (5_000, 20_000, 300_000):
+            counts = simulate(rng, base, n, rho, series=4 * REPLICATES, source=s, target=t)
+            a = false_flags(detect_count_changes(counts).changed, False)
+            b = false_flags(detect_changes_adaptive(counts).changed, False)
+            print(f"| {name} | {n:,} | {a[0]:.1%}, {a[1]:.2f} | {b[0]:.1%}, {b[1]:.2f} |")
+    print()
+
+
+def volume(rng: np.random.Generator) -> None:
+    print("Client volume: the clients reporting change by a factor, shares unchanged\n")
+    print("| factor | volume change found | proportion flags |")
+    print("|---|---:|---:|")
+    for factor in (0.7, 0.5, 0.33, 2.0, 3.0):
+        counts = simulate(rng, np.array([0.8, 0.2]), 50_000, RHO_BOOLEAN, volume=factor)
+        scan = detect_count_changes(counts)
+        prop = (scan.kind == "proportion").any(axis=1).mean()
+        print(f"| ×{factor:g} | {found(scan, 'volume'):.0%} | {prop:.1%} |")
+    print()
+
+
+def glam(kind: str) -> np.ndarray | None:
+    path = DATA / "histograms" / f"glam__{kind}_histogram_build_id.json"
+    if not path.exists():
+        return None
+    with path.open() as f:
+        rows = sorted(json.load(f)["response"], key=lambda r: r["build_id"])
+    buckets = sorted({int(b) for r in rows for b in r["histogram"]})
+    share = np.array([[r["histogram"].get(str(b), 0.0) for b in buckets] for r in rows])
+    users = np.array([r["total_users"] for r in rows], dtype=float)
+    return np.asarray(share * users[:, None], dtype=np.float64)
+
+
+def plant(counts: np.ndarray, at: int, move: float, source: int, target: int) -> np.ndarray:
+    """Move ``move`` of every build's clients from ``source`` to ``target`` from ``at`` on
+    (a lasting change), keeping each build's clients."""
+    out = counts.copy()
+    n = counts.sum(axis=-1)
+    moved = np.minimum(move * n[at:], out[at:, source])
+    out[at:, source] -= moved
+    out[at:, target] += moved
+    return out
+
+
+def real_glam() -> None:
+    print("Real GLAM series (134 Nightly builds): alerts as they are, and planted lasting "
+          "changes found at their build or the 2 after (26 positions)\n")
+    print("| series | shape rule alerts | count rule alerts | planted change | found |")
+    print("|---|---:|---:|---|---:|")
+    cases = [("boolean", [(0.02, 1, 0), (0.05, 1, 0), (0.02, 0, 1)]),
+             ("enumerated", [(0.05, 4, 7), (0.05, 4, 0), (0.03, 4, 7)])]
+    for kind, plants in cases:
+        counts = glam(kind)
+        if counts is None:
+            print(f"| {kind} | GLAM data not found under {DATA} | | | |")
+            continue
+        shape = int(detect_changes_adaptive(counts).changed.sum())
+        base = int(detect_count_changes(counts).changed.sum())
+        positions = range(20, counts.shape[0] - 10, 4)[:26]
+        for move, s, t in plants:
+            hits = 0
+            for at in positions:
+                scan = detect_count_changes(plant(counts, at, move, s, t))
+                hits += bool((scan.changed[at : at + 3] & (scan.kind[at : at + 3]
+                                                           == "proportion")).any())
+            print(f"| {kind} | {shape} | {base} | {move:.0%} of clients, bucket {s} → {t} | "
+                  f"{hits} of {len(positions)} |")
+    print()
+
+
+def main() -> None:
+    rng = np.random.default_rng(SEED)
+    power_boolean(rng)
+    power_enumerated(rng)
+    stable(rng)
+    volume(rng)
+    real_glam()
+
+
+if __name__ == "__main__":
+    main()

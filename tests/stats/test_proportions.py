@@ -1,0 +1,122 @@
+"""The count rule of boolean and enumerated histograms (deviations.stats.proportions):
+seeded small versions of tests/simulations/histogram_counts.py and the real GLAM series."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from deviations.stats.histograms import detect_changes_adaptive
+from deviations.stats.proportions import between_build_variance, detect_count_changes
+from tests.simulations import histogram_counts as sim
+
+BOOLEAN = np.array([0.8, 0.2])
+
+
+def test_two_point_move_of_a_boolean_share_is_found_and_worded():
+    rng = np.random.default_rng(1)
+    counts = sim.simulate(rng, BOOLEAN, 20_000, sim.RHO_BOOLEAN, series=60, move=0.02)
+    scan = detect_count_changes(counts)
+    assert sim.found(scan) >= 0.7  # 83 % in the simulation's table (200 series)
+    change = next(c for c in scan.changes() if sim.CHANGE_AT <= c.build <= sim.CHANGE_AT + 2)
+    assert change.kind == "proportion"
+    assert change.diff_lo < change.after - change.before < change.diff_hi
+    assert abs(abs(change.after - change.before) - 0.02) < 0.01
+
+
+def test_two_point_move_with_5000_clients():
+    rng = np.random.default_rng(2)
+    counts = sim.simulate(rng, BOOLEAN, 5_000, sim.RHO_BOOLEAN, series=60, move=0.02)
+    assert sim.found(detect_count_changes(counts)) >= 0.35  # 51 % in the table
+
+
+def test_five_percent_of_enumerated_clients_moving_is_found_where_the_shape_rule_is_blind():
+    rng = np.random.default_rng(3)
+    counts = sim.simulate(rng, sim.ENUMERATED, 200_000, sim.RHO_ENUMERATED, series=40,
+                          move=0.05, source=4, target=0)
+    assert sim.found(detect_count_changes(counts)) >= 0.9
+    shape = detect_changes_adaptive(counts).changed[:, sim.CHANGE_AT : sim.CHANGE_AT + 3]
+    assert shape.any(axis=1).mean() < 0.5
+
+
+def test_stable_overdispersed_series_stay_almost_quiet():
+    rng = np.random.default_rng(4)
+    counts = sim.simulate(rng, BOOLEAN, 300_000, sim.RHO_BOOLEAN, series=200)
+    # A multinomial test on 300,000 clients a build would flag nearly every series.
+    assert detect_count_changes(counts).changed.any(axis=1).mean() <= 0.03
+
+
+def test_one_build_spike_is_not_persistent():
+    counts = np.tile([80_000.0, 20_000.0], (40, 1))
+    counts[25] = [70_000.0, 30_000.0]
+    scan = detect_count_changes(counts)
+    assert not scan.changed.any()
+    assert scan.reason[25] == "not persistent"
+
+
+def test_volume_shift_is_its_own_kind():
+    rng = np.random.default_rng(5)
+    counts = sim.simulate(rng, BOOLEAN, 50_000, sim.RHO_BOOLEAN, series=1)[0]
+    counts[sim.CHANGE_AT :] *= 0.1
+    scan = detect_count_changes(counts)
+    kinds = {c.kind for c in scan.changes()}
+    assert kinds == {"volume"}
+    change = scan.changes()[0]
+    assert change.clients_after / change.clients_before == pytest.approx(0.1, rel=0.5)
+
+
+def test_between_build_variance_recovers_the_build_effect():
+    rng = np.random.default_rng(6)
+    n = np.full(200, 1e7)
+    p = 0.3 + rng.normal(0, 0.01, 200)
+    tau2, used = between_build_variance(np.stack([p, 1 - p], -1), n, noise_window=100)
+    assert used[-1] == 100
+    assert np.sqrt(tau2[-1, 0]) == pytest.approx(0.01, rel=0.3)
+
+
+def test_rule_is_vectorised_over_leading_axes():
+    rng = np.random.default_rng(7)
+    counts = sim.simulate(rng, BOOLEAN, 20_000, sim.RHO_BOOLEAN, series=6, move=0.03)
+    one = detect_count_changes(counts[2])
+    many = detect_count_changes(counts.reshape(2, 3, *counts.shape[1:]))
+    assert np.array_equal(one.changed, many.changed[0, 2])
+    assert np.array_equal(one.reason, many.reason[0, 2])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"alpha": 0.0}, "alpha"), ({"min_past": 9}, "min_past"), ({"noise_window": 1}, "noise")],
+)
+def test_invalid_parameters_raise(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        detect_count_changes(np.ones((10, 2)), **kwargs)
+
+
+# --- real data -------------------------------------------------------------------------
+
+
+def _glam(kind):
+    counts = sim.glam(kind)
+    if counts is None:
+        pytest.skip(f"shared GLAM data not found under {sim.DATA}")
+    return counts
+
+
+@pytest.mark.parametrize("kind", ["boolean", "enumerated"])
+def test_glam_series_as_they_are_raise_no_count_alert(kind):
+    scan = detect_count_changes(_glam(kind))
+    assert not scan.changed.any(), scan.changes()
+
+
+@pytest.mark.parametrize(
+    ("kind", "move", "source", "target", "at_least"),
+    [("boolean", 0.05, 1, 0, 20), ("enumerated", 0.05, 4, 7, 24)],
+)
+def test_changes_planted_in_glam_are_found(kind, move, source, target, at_least):
+    counts = _glam(kind)
+    positions = range(20, counts.shape[0] - 10, 4)[:26]
+    hits = 0
+    for at in positions:
+        scan = detect_count_changes(sim.plant(counts, at, move, source, target))
+        hits += bool((scan.kind[at : at + 3] == "proportion").any())
+    assert hits >= at_least
