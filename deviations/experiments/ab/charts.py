@@ -1,5 +1,5 @@
 """Plotly figure dicts of A/B runs: the per-slice paired differences as bars (seed 002's
-figure), with the mean, its interval as a band and the A/A floor. No HTTP, no database.
+figure), with the estimate, its interval as a band and the A/A floor. No HTTP, no database.
 
 Metric, build and slice names come from uploads: they go through :func:`plotly_text`
 before they reach a figure, and hover templates hold only constant text and ``%{...}``.
@@ -13,8 +13,10 @@ from deviations.core.text import plotly_text
 
 
 def differences_figure(c: dict[str, Any]) -> dict[str, Any]:
-    """Bars of ``b_i - a_i`` per slice pair, coloured by sign; the mean as a dashed line,
-    its interval as a shaded band, the A/A floor ``±floor`` as dotted lines."""
+    """Bars of ``b_i - a_i`` per slice pair, coloured by sign, a spike (a pair beyond the
+    spike fence) outlined in orange; the estimate (the Hodges–Lehmann location, or the mean
+    for runs stored before it) as a dashed line, its interval as a shaded band, the A/A
+    floor ``±floor`` as dotted lines."""
     slices = [plotly_text(s) for s in c["slices"]]
     n = len(slices)
     unit = plotly_text(c["unit"])
@@ -23,6 +25,8 @@ def differences_figure(c: dict[str, Any]) -> dict[str, Any]:
         "#999" if d == 0 else ("#2e7d32" if (d < 0) == better_negative else "#c62828")
         for d in c["differences"]
     ]
+    spiked = {p["index"] for p in (c.get("spikes") or {}).get("pairs", [])}
+    outline = [3 if i in spiked else 0 for i in range(n)]
     shapes: list[dict[str, Any]] = [
         {"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "y0": c["diff_lo"],
          "y1": c["diff_hi"], "fillcolor": "rgba(33, 113, 181, 0.18)", "line": {"width": 0},
@@ -41,7 +45,7 @@ def differences_figure(c: dict[str, Any]) -> dict[str, Any]:
     return {
         "data": [{
             "type": "bar", "name": "B − A", "x": slices, "y": c["differences"],
-            "marker": {"color": colours},
+            "marker": {"color": colours, "line": {"color": "#ff8f00", "width": outline}},
             "customdata": [[a, b] for a, b in zip(c["a"], c["b"], strict=True)],
             "hovertemplate": "pair %{x}<br>difference %{y:.4g}<br>A %{customdata[0]:.4g}, "
                              "B %{customdata[1]:.4g}<extra></extra>",

@@ -40,13 +40,27 @@ def by_build(run: ABRun) -> list[tuple[str, list[dict[str, Any]]]]:
     throughput and latency from every run, together)."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for c in run.result.get("comparisons", []):
+        # Runs stored before issue 22 hold the mean only, in "diff", "diff_lo", "diff_hi".
+        hl = c.get("estimand", "mean") != "mean"
+        attained = c.get("attained")
         shown = {
             **c, "level_pct": f"{100 * c['level']:.4g}",
+            "attained_pct": f"{100 * (c['level'] if attained is None else attained):.4g}",
+            "mean_shown": c["mean"] if hl else c["diff"],
+            "mean_lo_shown": c["mean_lo"] if hl else c["diff_lo"],
+            "mean_hi_shown": c["mean_hi"] if hl else c["diff_hi"],
+            "spike_pairs": (c.get("spikes") or {}).get("pairs", []),
             "relative_pct": None if c["relative"] is None else f"{100 * c['relative']:+.3g}",
             "sign_p_text": _p(c["sign_test_p"]), "holm_p_text": _p(c["holm_p"]),
         }
         groups.setdefault(c["build"], []).append(shown)
     return list(groups.items())
+
+
+def uses_hodges_lehmann(run: ABRun) -> bool:
+    """Whether the run's verdicts come from the Hodges–Lehmann interval (stored since
+    issue 22) rather than the interval of the mean."""
+    return bool(run.result.get("method") == "walsh")
 
 
 def _p(p: float | None) -> str:

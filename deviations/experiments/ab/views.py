@@ -61,6 +61,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     return render(request, "experiments/ab/run.html", {
         "run": run, "groups": groups, "figures": figures,
         "several": len(run.result.get("comparisons", [])) > 1,
+        "hl": selectors.uses_hodges_lehmann(run),
         "floors": run.result.get("floors", {}), "moved": run.result.get("moved", []),
     })
 

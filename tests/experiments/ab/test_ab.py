@@ -17,14 +17,20 @@ from django.core.management.base import CommandError
 
 from deviations.core.errors import UserError
 from deviations.core.models import ApiToken
-from deviations.experiments.ab import analysis, charts, services
+from deviations.experiments.ab import analysis, charts, selectors, services
 from deviations.experiments.ab.models import AAFloorRecord, ABRun
+from ingest.services import parse_ab_file
 
 DATA = Path(__file__).parent / "data"
 AB = DATA / "seed002_ab.csv"
 AA = DATA / "seed002_aa.csv"
 SEED_LINE = (
     "B is 0.93 ms faster at p99 (95% CI [-1.01, -0.85]; A/A floor ±0.07; n=15 slice pairs)"
+)
+# The same run through the default interval, the Hodges–Lehmann location's (issue 22).
+HL_LINE = (
+    "B is 0.92 ms faster at p99 (Hodges–Lehmann; 95% CI [-1.01, -0.85]; A/A floor ±0.07; "
+    "n=15 slice pairs)"
 )
 EVIL = '<img src=x onerror="alert(1)">'
 
@@ -53,8 +59,14 @@ def _aa_csv(sd: float, seed: int, metric: str = "p99") -> bytes:
 
 def test_cli_gives_seed_002_four_number_line():
     out = StringIO()
-    call_command("ab_result", str(AB), "--aa", str(AA), stdout=out)
+    call_command("ab_result", str(AB), "--aa", str(AA), "--interval", "mean", stdout=out)
     assert out.getvalue().splitlines()[0] == SEED_LINE
+
+
+def test_cli_default_is_the_hodges_lehmann_interval():
+    out = StringIO()
+    call_command("ab_result", str(AB), "--aa", str(AA), stdout=out)
+    assert out.getvalue().splitlines()[0] == HL_LINE
 
 
 @pytest.mark.django_db
@@ -65,10 +77,15 @@ def test_upload_gives_seed_002_four_number_line(client, alice):
     assert response.status_code == 302
     assert response["Location"] == f"/ab/runs/{run.pk}/"
     c = run.result["comparisons"][0]
-    assert c["line"] == SEED_LINE
+    assert c["line"] == HL_LINE
     assert c["verdict"] == "faster"
+    assert c["estimand"] == "pseudo-median"
+    assert c["mean"] == pytest.approx(-0.93, abs=0.005)  # seed 002's figure, kept beside it
+    assert c["spikes"]["pairs"] == []
+    assert c["spike_text"] is None
     page = client.get(f"/ab/runs/{run.pk}/").content.decode()
-    assert SEED_LINE in page
+    assert HL_LINE in page
+    assert "spike" not in page.split('id="result-lines"')[1].split("</ul>")[0]
     figure = json.loads(page.split('id="ab-fig-0-0" type="application/json">')[1]
                         .split("</script>")[0])
     assert figure["data"][0]["type"] == "bar"
@@ -78,7 +95,8 @@ def test_upload_gives_seed_002_four_number_line(client, alice):
 
 def test_cli_json_rows():
     out = StringIO()
-    call_command("ab_result", str(AB), "--aa", str(AA), "--format", "json", stdout=out)
+    call_command("ab_result", str(AB), "--aa", str(AA), "--format", "json", "--interval", "mean",
+                 stdout=out)
     rows = json.loads(out.getvalue())
     assert list(rows[0]) == ["metric", "n", "diff", "diff_lo", "diff_hi", "relative",
                              "sign_test_p", "aa_floor", "verdict"]
@@ -178,6 +196,68 @@ def test_floor_moved_rule():
     assert biased["shift_p"] < 0.01
 
 
+# --- rare spikes (issue 22) -------------------------------------------------------------
+
+
+def _spiky_csv() -> bytes:
+    # 12 slice pairs; B's slice "s7" stalled (a GC pause): its p99 is 10x.
+    rng = np.random.default_rng(22)
+    host = 12.0 * np.exp(rng.normal(0, 0.1, 12))
+    a = host * np.exp(rng.normal(0, 0.02, 12))
+    b = 0.90 * host * np.exp(rng.normal(0, 0.02, 12))
+    b[7] *= 10
+    rows = ["slice,build,metric,value,unit"]
+    for i in range(12):
+        rows += [f"s{i},A,p99,{a[i]:.4f},ms", f"s{i},B,p99,{b[i]:.4f},ms"]
+    return ("\n".join(rows) + "\n").encode()
+
+
+@pytest.mark.django_db
+def test_a_spike_is_flagged_by_slice_and_does_not_carry_the_verdict(client, alice):
+    client.force_login(alice)
+    response = client.post("/ab/", {"ab": SimpleUploadedFile("spiky.csv", _spiky_csv())})
+    run = ABRun.objects.get(kind=ABRun.AB)
+    assert response.status_code == 302
+    c = run.result["comparisons"][0]
+    assert [p["slice"] for p in c["spikes"]["pairs"]] == ["s7"]
+    assert c["spikes"]["pairs"][0]["robust_sds"] > 10
+    # B is 10 % faster in every clean pair; the stall makes the mean say B is much slower.
+    assert c["verdict"] == "faster"
+    assert c["diff_hi"] < 0 < c["mean"]
+    assert c["spike_text"].startswith("a spike: slice pair s7: B − A = +")
+    page = client.get(f"/ab/runs/{run.pk}/").content.decode()
+    assert "Spike, p99 (B): a spike: slice pair s7: B − A" in page
+    assert "<th>spikes</th><td class=\"num\">slice pair s7</td>" in page
+    figure = charts.differences_figure(c)
+    assert figure["data"][0]["marker"]["line"]["width"][7] == 3
+    assert sum(figure["data"][0]["marker"]["line"]["width"]) == 3
+
+
+def test_cli_prints_the_spike(tmp_path):
+    out = StringIO()
+    with_spike = tmp_path / "spiky.csv"
+    with_spike.write_bytes(_spiky_csv())
+    call_command("ab_result", str(with_spike), stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("B is ")
+    assert " faster at p99 (Hodges–Lehmann; 95% CI [" in lines[0]
+    assert any(line.strip().startswith("a spike: slice pair s7:") for line in lines)
+
+
+def test_stored_runs_before_issue_22_still_render():
+    """A result stored with the interval of the mean only (no estimand, spikes)."""
+    c = analysis.analyse(parse_ab_file(AB, name=AB.name).to_dict(),
+                         method="robust")["comparisons"][0]
+    for key in ("estimand", "attained", "mean", "mean_lo", "mean_hi", "spikes", "spike_text"):
+        c.pop(key)
+    run = ABRun(result={"method": "robust", "comparisons": [c]})
+    shown = selectors.by_build(run)[0][1][0]
+    assert shown["mean_shown"] == c["diff"]
+    assert shown["spike_pairs"] == []
+    assert not selectors.uses_hodges_lehmann(run)
+    assert charts.differences_figure(c)["data"][0]["marker"]["line"]["width"] == [0] * 15
+
+
 # --- API ---------------------------------------------------------------------------------
 
 
@@ -191,8 +271,10 @@ def test_api_upload_needs_a_token_and_returns_the_result(client, alice):
                                             "host": "bench-2"}, headers=auth)
     assert response.status_code == 201, response.content
     body = response.json()
-    assert body["run"]["comparisons"][0]["line"] == SEED_LINE
-    assert body["aa_run"]["floors"]["p99"]["floor"] == pytest.approx(0.068, abs=0.001)
+    assert body["run"]["comparisons"][0]["line"] == HL_LINE
+    # The Hodges–Lehmann interval of seed 002's A/A run: its "A/A floor ±0.07" exactly (the
+    # interval of the mean gave 0.068).
+    assert body["aa_run"]["floors"]["p99"]["floor"] == pytest.approx(0.070, abs=0.001)
     again = client.post("/api/ab/runs", {"file": _upload(AB), "aa": _upload(AA),
                                          "host": "bench-2"}, headers=auth)
     assert again.status_code == 200

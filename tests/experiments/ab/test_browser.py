@@ -29,11 +29,12 @@ def test_upload_and_result_page(page: Any) -> None:
     page.wait_for_url("**/ab/runs/*/")
     line = page.locator("#result-lines li").first.inner_text()
     assert line.startswith(
-        "B is 0.93 ms faster at p99 (95% CI [-1.01, -0.85]; A/A floor ±0.07; n=15 slice pairs)"
+        "B is 0.92 ms faster at p99 (Hodges–Lehmann; 95% CI [-1.01, -0.85]; A/A floor ±0.07; "
+        "n=15 slice pairs)"
     )
     page.wait_for_selector("div.chart[data-rendered=true]")
     assert page.locator("div.chart .bars path").count() == 15
     page.screenshot(path=str(ARTIFACTS / "ab-result.png"), full_page=True)
     page.click("text=bench-1")
     page.wait_for_url("**/ab/hosts/bench-1/")
-    assert "±0.068" in page.locator("#current-floors").inner_text()
+    assert "±0.07" in page.locator("#current-floors").inner_text()
