@@ -1333,6 +1333,12 @@ class Precision:
     tuned_n: int
     scale: PrecisionScale = "linear"
 
+    def _narrow_width(self) -> bool:
+        if self.scale == "log":
+            return bool(np.log1p(self.hi / 100.0) - np.log1p(self.lo / 100.0)
+                        <= np.log1p(self.min_change / 100.0) + 1e-12)
+        return self.width <= self.min_change
+
     def sentence(self, unit: str = "", samples: str = "samples") -> str:
         """One line for pages and the CLI; ``samples`` names what is counted."""
         level = f"{100 * (1 - self.alpha):.4g}%"
@@ -1349,6 +1355,9 @@ class Precision:
             return f"narrow enough: {span} <= {target}; looking again later stays valid"
         more = (f"about {self.more_needed} more {samples} (from the largest spread seen "
                 "so far; looking again is allowed)")
+        if self.n < MIN_N and self._narrow_width():
+            return (f"narrow, but from only {self.n:.3g} {samples} (at least {MIN_N} before "
+                    f"calling it: a rare slow value may not have shown yet): {span}; {more}")
         if self.excludes_zero:
             return (f"already excludes 0 (valid at any look): {span} > {target}; to size "
                     f"the change within it, {more}")

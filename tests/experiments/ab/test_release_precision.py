@@ -39,8 +39,11 @@ def test_two_releases_how_many_more_runs(client, series):
     assert strict["more_runs_per_release"] > 0
     assert "runs of each release" in strict["sentence"]
     loose = client.get(url + "&min_change=50").json()
-    assert loose["narrow_enough"]
-    assert loose["more_runs_per_release"] == 0
+    # narrow, but 6 runs are fewer than MIN_N = 30: a pilot may not have met a slow run yet
+    # (docs/statistics.md, §3.11)
+    assert not loose["narrow_enough"]
+    assert loose["width"] <= loose["min_change"]
+    assert loose["more_runs_per_release"] == 30 - 6
     missing = client.get(url.replace("1.1", "9.9"))
     assert missing.status_code == 400
     assert "no release '9.9'" in missing.json()["detail"]
