@@ -65,3 +65,4 @@ def test_the_compare_view_links_to_how_many_more_runs(client, series):
     bad = client.get(f"/series/web/compare/precision/?base=1.0&new=9.9&function={series.pk}")
     assert bad.status_code == 400
     assert "no release" in bad.content.decode()
+
