@@ -1247,24 +1247,77 @@ def sequence_halfwidth(
                       dtype=np.float64)
 
 
+#: Observations before the guarded spread starts its running maximum (the pilot): below it
+#: the plain sample standard deviation is used. Ten pairs is the smallest run the A/B page
+#: reports a sign test for; issue 22's simulation (docs/statistics.md, §3.11) is measured
+#: with it.
+PILOT_N = 10
+
+#: Observations before an interval may be called narrow enough: seed 002's "N >= 30 slice
+#: pairs". Without it a pilot with no spike yet (1 value in 10 stalls: 35 % of 10-value
+#: pilots) has a tiny spread and stops at once; with it the guarded sequence covers the
+#: mean of spiky streams 96 % of the time at the stop, against 65 % (docs/statistics.md,
+#: §3.11).
+MIN_N = 30
+
+PrecisionScale = Literal["linear", "log"]
+
+
+def guarded_sd(x: npt.ArrayLike, pilot: int = PILOT_N) -> float:
+    """Standard deviation guarded against the dips that stop a sequence too early:
+    :math:`\\tilde\\sigma_n = \\max_{\\text{pilot} \\le k \\le n} s_k`, the running maximum
+    of the sample standard deviation of the first k observations (in arrival order) from
+    the pilot on; the plain :math:`s_n` below ``pilot`` observations.
+
+    Why: stopping when :math:`2 h_n(\\hat\\sigma_n) \\le T` stops preferentially where
+    :math:`\\hat\\sigma_n` has dipped, and on skewed data a dip in the spread comes with a dip
+    in the mean (no large value seen yet), so the plug-in sequence covers the mean of
+    lognormal(0, 1) streams only ~89 % of the time at the stop (issue 22). The running
+    maximum cannot dip; it converges to the largest fluctuation of :math:`s_k` after the
+    pilot, so it is conservative (the sequence stays valid with an over-estimated
+    :math:`\\sigma`) and costs samples: ~1.3-1.5x the plug-in rule's stop on normal data
+    (docs/statistics.md, §3.11). Because it holds its level until the data exceed it, the
+    number of samples it predicts is the number the stopping rule will use unless a larger
+    spread arrives.
+    """
+    if pilot < 2:
+        raise ValueError("pilot must be at least 2")
+    v = _sample(x, "x")
+    k = np.arange(1, v.size + 1, dtype=np.float64)
+    centred = v - v.mean()
+    c1 = np.cumsum(centred)
+    c2 = np.cumsum(centred**2)
+    var = (c2 - c1**2 / k)[1:] / (k[1:] - 1.0)
+    sd = np.sqrt(np.maximum(var, 0.0))  # sd[j] is s_{j+2}
+    if v.size < pilot:
+        return float(sd[-1])
+    return float(sd[pilot - 2:].max())
+
+
 @dataclass(frozen=True)
 class Precision:
     """Is the interval narrow enough for the smallest change that matters? (seed 004)
 
     Attributes
     ----------
-    estimate, lo, hi : the difference (later − earlier) and its anytime-valid interval.
-    width : ``hi - lo``.
-    min_change : the smallest change the user cares about (seed 004's ``T``).
-    narrow_enough : ``width <= min_change``: the interval can no longer straddle both 0
-        and a change of ``min_change``.
+    estimate, lo, hi : the difference (later − earlier) and its anytime-valid interval; on
+        the ``log`` scale the relative change of the geometric mean in percent,
+        :math:`100(e^{x} - 1)` of the mean log-ratio and of its interval's ends.
+    width : ``hi - lo`` (percentage points on the ``log`` scale).
+    min_change : the smallest change the user cares about (seed 004's ``T``; a percentage
+        on the ``log`` scale).
+    narrow_enough : the interval can no longer straddle both 0 and a change of
+        ``min_change`` (``width <= min_change``; on the ``log`` scale the width of the
+        log-ratio interval against :math:`\\log(1 + T/100)`), and ``n >= MIN_N`` (30).
     excludes_zero : the interval excludes 0 (a difference, valid whenever it is looked at).
     n : slice pairs (paired) or effective pairs :math:`n_{eff} = (s_a^2 + s_b^2)/\\mathrm{se}^2`
         (two samples; the runs per release when both have as many).
     more_needed : estimated further pairs (paired) or runs per release (two samples) before
-        ``width <= min_change``, with :math:`\\hat\\sigma` as measured now; 0 when narrow
-        enough.
+        the interval is narrow enough, at the guarded spread (:func:`guarded_sd`), at least
+        up to ``MIN_N``; 0 when narrow enough.
     alpha, tuned_n : settings of the sequence.
+    scale : ``"linear"`` (estimand: the mean difference) or ``"log"`` (estimand: the mean
+        log-ratio, i.e. the ratio of geometric means, for positive metrics).
     """
 
     estimate: float
@@ -1278,27 +1331,61 @@ class Precision:
     more_needed: int
     alpha: float
     tuned_n: int
+    scale: PrecisionScale = "linear"
+
+    def _narrow_width(self) -> bool:
+        if self.scale == "log":
+            return bool(np.log1p(self.hi / 100.0) - np.log1p(self.lo / 100.0)
+                        <= np.log1p(self.min_change / 100.0) + 1e-12)
+        return self.width <= self.min_change
 
     def sentence(self, unit: str = "", samples: str = "samples") -> str:
         """One line for pages and the CLI; ``samples`` names what is counted."""
-        sep = "" if unit in ("", "%") else " "
-        span = (f"{100 * (1 - self.alpha):.4g}% anytime-valid interval [{self.lo:+.3g}, "
-                f"{self.hi:+.3g}]{sep}{unit}, width {self.width:.3g}{sep}{unit}")
-        target = f"the smallest change that matters, {self.min_change:.3g}{sep}{unit}"
+        level = f"{100 * (1 - self.alpha):.4g}%"
+        if self.scale == "log":
+            span = (f"{level} anytime-valid interval of the change of the geometric mean "
+                    f"[{self.lo:+.3g}%, {self.hi:+.3g}%], width {self.width:.3g} points")
+            target = f"the smallest change that matters, {self.min_change:.3g}%"
+        else:
+            sep = "" if unit in ("", "%") else " "
+            span = (f"{level} anytime-valid interval [{self.lo:+.3g}, "
+                    f"{self.hi:+.3g}]{sep}{unit}, width {self.width:.3g}{sep}{unit}")
+            target = f"the smallest change that matters, {self.min_change:.3g}{sep}{unit}"
         if self.narrow_enough:
             return f"narrow enough: {span} <= {target}; looking again later stays valid"
-        more = (f"about {self.more_needed} more {samples} (estimated from the spread so far; "
-                "looking again is allowed)")
+        more = (f"about {self.more_needed} more {samples} (from the largest spread seen "
+                "so far; looking again is allowed)")
+        if self.n < MIN_N and self._narrow_width():
+            return (f"narrow, but from only {self.n:.3g} {samples} (at least {MIN_N} before "
+                    f"calling it: a rare slow value may not have shown yet): {span}; {more}")
         if self.excludes_zero:
             return (f"already excludes 0 (valid at any look): {span} > {target}; to size "
                     f"the change within it, {more}")
         return f"not narrow enough yet: {span} > {target}; {more}"
 
 
+def scaled_halfwidth(n: npt.ArrayLike, sd: npt.ArrayLike, alpha: float = 0.05,
+                     tuned_n: int = DEFAULT_TUNED_N) -> FloatArray:
+    """:func:`sequence_halfwidth` in units of the spread: :math:`\\tilde\\sigma \\cdot
+    h_n(1)`, the sequence of the standardised values :math:`x / \\tilde\\sigma` mapped back.
+
+    :func:`sequence_halfwidth` is not scale-free: its mixing parameter :math:`\\rho` is
+    tuned for :math:`\\sigma = 1`, so for log-ratios (:math:`\\sigma \\approx 0.05`) the
+    ``+ 1`` term dominates and the interval is several times too wide, and for values in
+    microseconds (:math:`\\sigma \\approx 10^3`) the log term grows by
+    :math:`\\log \\sigma`. Tuning :math:`\\rho^2 = \\rho_0^2 / \\tilde\\sigma^2` (Waudby-Smith
+    et al. 2024 tune :math:`\\rho` in the intrinsic time :math:`n\\sigma^2`) gives the same
+    relative width whatever the unit; the coverage measured at :math:`\\sigma = 1`
+    (docs/statistics.md, §3.8 and §3.11) then holds at every scale.
+    """
+    return np.asarray(np.asarray(sd, dtype=np.float64)
+                      * sequence_halfwidth(n, 1.0, alpha, tuned_n), dtype=np.float64)
+
+
 def _samples_needed(n_now: float, sd: float, min_change: float, alpha: float,
                     tuned_n: int) -> int:
     def wide(n: float) -> bool:
-        return bool(2.0 * sequence_halfwidth(n, sd, alpha, tuned_n) > min_change)
+        return bool(2.0 * scaled_halfwidth(n, sd, alpha, tuned_n) > min_change)
 
     if not wide(n_now):
         return 0
@@ -1315,38 +1402,82 @@ def _samples_needed(n_now: float, sd: float, min_change: float, alpha: float,
 
 
 def _precision(estimate: float, n: float, sd: float, min_change: float, alpha: float,
-               tuned_n: int) -> Precision:
+               tuned_n: int, scale: PrecisionScale = "linear") -> Precision:
     if not min_change > 0:
         raise ValueError("min_change must be > 0")
-    h = float(sequence_halfwidth(n, sd, alpha, tuned_n))
+    h = float(scaled_halfwidth(n, sd, alpha, tuned_n))
     lo, hi = estimate - h, estimate + h
+    target = float(np.log1p(min_change / 100.0)) if scale == "log" else float(min_change)
+    narrow = hi - lo <= target and n >= MIN_N
+    more = max(_samples_needed(n, sd, target, alpha, tuned_n), int(np.ceil(MIN_N - n)))
+    if scale == "log":
+        estimate, lo, hi = (float(100.0 * np.expm1(x)) for x in (estimate, lo, hi))
     return Precision(
         estimate=estimate, lo=lo, hi=hi, width=hi - lo, min_change=float(min_change),
-        narrow_enough=hi - lo <= min_change, excludes_zero=not lo <= 0.0 <= hi, n=n,
-        more_needed=_samples_needed(n, sd, min_change, alpha, tuned_n), alpha=alpha,
-        tuned_n=tuned_n,
+        narrow_enough=narrow, excludes_zero=not lo <= 0.0 <= hi, n=n, more_needed=more,
+        alpha=alpha, tuned_n=tuned_n, scale=scale,
     )
 
 
 def precision_paired(
     differences: npt.ArrayLike, min_change: float, alpha: float = 0.05,
-    tuned_n: int = DEFAULT_TUNED_N,
+    tuned_n: int = DEFAULT_TUNED_N, pilot: int = PILOT_N,
 ) -> Precision:
     """Seed 004's question for paired slices: is the anytime-valid interval of the mean
     difference narrower than ``min_change``, and if not, about how many more slice pairs?
 
-    :math:`\\bar d \\pm h_n` with :func:`sequence_halfwidth` at :math:`\\hat\\sigma = s_d`;
-    the pairs still needed are the smallest :math:`N` with :math:`2 h_{n+N} \\le` ``min_change``
-    at the current :math:`s_d`.
+    :math:`\\bar d \\pm h_n` with :func:`sequence_halfwidth` at the guarded spread
+    :math:`\\tilde\\sigma_n` (:func:`guarded_sd`, differences in slice order); the pairs
+    still needed are the smallest :math:`N` with :math:`2 h_{n+N}(\\tilde\\sigma_n) \\le`
+    ``min_change``. For positive metrics :func:`precision_ratio_paired` holds on skewed and
+    spiky data where this one (a mean) cannot (docs/statistics.md, §3.11).
     """
     d = _sample(differences, "differences")
-    return _precision(float(d.mean()), float(d.size), float(d.std(ddof=1)), min_change,
+    return _precision(float(d.mean()), float(d.size), guarded_sd(d, pilot), min_change,
                       alpha, tuned_n)
+
+
+def _logs(x: npt.ArrayLike, name: str) -> FloatArray:
+    v = _sample(x, name)
+    if np.any(v <= 0):
+        raise ValueError(f"{name} must be positive for the log scale")
+    return np.asarray(np.log(v), dtype=np.float64)
+
+
+def precision_ratio_paired(
+    a: npt.ArrayLike, b: npt.ArrayLike, min_change_pct: float, alpha: float = 0.05,
+    tuned_n: int = DEFAULT_TUNED_N, pilot: int = PILOT_N,
+) -> Precision:
+    """:func:`precision_paired` on the log-ratios :math:`\\log(b_i / a_i)` of a positive
+    metric: estimand the mean log-ratio, reported as the relative change of the geometric
+    mean, :math:`100(e^{\\bar d} - 1)` %, with ``min_change_pct`` a percentage.
+
+    Logs turn a multiplicative skew (lognormal times) into a symmetric one and a rare x10
+    spike into a bounded jump of :math:`\\log 10`, so the sequence holds at the stop where
+    the mean's cannot (issue 22: 99.8-100 % on lognormal and 95 % on spiky streams at the
+    stop, against 89 % and 64 % for the mean; docs/statistics.md, §3.11).
+    """
+    x, y = _logs(a, "a"), _logs(b, "b")
+    if x.size != y.size:
+        raise ValueError("a and b must have the same length (one value per slice pair)")
+    d = y - x
+    return _precision(float(d.mean()), float(d.size), guarded_sd(d, pilot), min_change_pct,
+                      alpha, tuned_n, "log")
+
+
+def _two_sample(x: FloatArray, y: FloatArray, min_change: float, alpha: float, tuned_n: int,
+                pilot: int, scale: PrecisionScale) -> Precision:
+    va, vb = guarded_sd(x, pilot) ** 2, guarded_sd(y, pilot) ** 2
+    se2 = va / x.size + vb / y.size
+    total = va + vb
+    n_eff = total / se2 if se2 > 0 else float(min(x.size, y.size))
+    return _precision(float(y.mean() - x.mean()), n_eff, float(np.sqrt(total)), min_change,
+                      alpha, tuned_n, scale)
 
 
 def precision_two_sample(
     a: npt.ArrayLike, b: npt.ArrayLike, min_change: float, alpha: float = 0.05,
-    tuned_n: int = DEFAULT_TUNED_N,
+    tuned_n: int = DEFAULT_TUNED_N, pilot: int = PILOT_N,
 ) -> Precision:
     """Seed 004's question for two independent samples (two releases of a series).
 
@@ -1354,18 +1485,24 @@ def precision_two_sample(
     + s_b^2/n_b`; it is treated as the mean of :math:`n_{eff} = (s_a^2 + s_b^2)/\\mathrm{se}^2`
     pairs of standard deviation :math:`\\sqrt{s_a^2 + s_b^2}` (exactly so when
     :math:`n_a = n_b`, where :math:`n_{eff} = n_a`), and :func:`sequence_halfwidth` gives the
-    interval. ``more_needed`` counts further runs of each release. Seed 004 asks for runs
-    taken in random order; its fixed-n Welch interval (:func:`welch_ci`) is not valid
-    when one looks after every run, this one is (asymptotically).
+    interval; each :math:`s` is the guarded spread of its release's runs in run order
+    (:func:`guarded_sd`). ``more_needed`` counts further runs of each release. Seed 004 asks
+    for runs taken in random order; its fixed-n Welch interval (:func:`welch_ci`) is not
+    valid when one looks after every run, this one is (asymptotically).
     """
-    x = _sample(a, "a")
-    y = _sample(b, "b")
-    va, vb = float(x.var(ddof=1)), float(y.var(ddof=1))
-    se2 = va / x.size + vb / y.size
-    total = va + vb
-    n_eff = total / se2 if se2 > 0 else float(min(x.size, y.size))
-    return _precision(float(y.mean() - x.mean()), n_eff, float(np.sqrt(total)), min_change,
-                      alpha, tuned_n)
+    return _two_sample(_sample(a, "a"), _sample(b, "b"), min_change, alpha, tuned_n, pilot,
+                       "linear")
+
+
+def precision_ratio_two_sample(
+    a: npt.ArrayLike, b: npt.ArrayLike, min_change_pct: float, alpha: float = 0.05,
+    tuned_n: int = DEFAULT_TUNED_N, pilot: int = PILOT_N,
+) -> Precision:
+    """:func:`precision_two_sample` on the logs of a positive metric: estimand the
+    difference of the mean logs (the ratio of geometric means), reported as a relative
+    change in percent, with ``min_change_pct`` a percentage (docs/statistics.md, §3.11)."""
+    return _two_sample(_logs(a, "a"), _logs(b, "b"), min_change_pct, alpha, tuned_n, pilot,
+                       "log")
 
 
 # ---------------------------------------------------------------------------------------

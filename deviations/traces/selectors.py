@@ -7,9 +7,12 @@ from typing import Any
 import msgspec
 import numpy as np
 from django.db.models import Count, Q
+from django.shortcuts import get_object_or_404
 
 from deviations.core.db import batches
+from deviations.core.errors import UserError
 from deviations.stats.intervals import MIN_RUNS, median_ci
+from deviations.stats.paired import precision_two_sample
 from deviations.stats.releases import (
     IMPROVEMENT,
     NO_VERDICT,
@@ -682,3 +685,46 @@ def summary_rows(summary: dict[str, Any] | None) -> list[tuple[str, str]]:
     keys = [k for k in SUMMARY_LABELS if k in summary]
     keys += sorted(k for k in summary if k not in SUMMARY_LABELS)
     return [(SUMMARY_LABELS.get(k, k), text(k, summary[k])) for k in keys]
+
+
+def release_pair_precision(
+    series: str, base: str, new: str, function_id: int, *, metric: str = "self",
+    min_change_pct: float = 1.0,
+) -> dict[str, Any]:
+    """Seed 004's "how many more samples?" for two releases of a trace series: one
+    function's per-run times in ``base`` and ``new`` (independent runs, not pairs), the
+    anytime-valid interval of the difference of means (new − base) against the smallest
+    change that matters (``min_change_pct`` % of the base's mean), and about how many more
+    runs of each release would make it narrow enough. Computed on request from the runs
+    (like the function page's raw runs); nothing is stored."""
+    s = get_object_or_404(Series, name=series)
+    releases = {r.version: r for r in Release.objects.filter(series=s, version__in=[base, new])}
+    for version in (base, new):
+        if version not in releases:
+            raise UserError(f"series {series!r} has no release {version!r}")
+    if metric not in ("self", "total"):
+        raise UserError(f"metric must be self or total, got {metric!r}")
+    if not 0 < min_change_pct <= 1000:
+        raise UserError(f"min_change must be a percentage in (0, 1000], got {min_change_pct:g}")
+    function = get_object_or_404(Function, pk=function_id, series=s)
+    samples = []
+    for version in (base, new):
+        ids, self_us, total_us, _calls, runs = release_times(releases[version])
+        if len(runs) < 2:
+            raise UserError(f"release {version!r} has {len(runs)} done run(s): at least 2 needed")
+        matrix = self_us if metric == "self" else total_us
+        row = ids.index(function.pk) if function.pk in ids else None
+        samples.append(np.zeros(len(runs)) if row is None else np.asarray(matrix[row]))
+    a, b = samples
+    base_mean = float(a.mean())
+    if base_mean == 0:
+        raise UserError(f"function {function.pk} takes no time in release {base!r}")
+    p = precision_two_sample(a, b, abs(base_mean) * min_change_pct / 100.0)
+    return {
+        "series": s.name, "function": function.name, "base": base, "new": new,
+        "metric": metric, "unit": "µs", "n_base": int(a.size), "n_new": int(b.size),
+        "diff": p.estimate, "lo": p.lo, "hi": p.hi, "width": p.width,
+        "min_change": p.min_change, "narrow_enough": p.narrow_enough,
+        "excludes_zero": p.excludes_zero, "more_runs_per_release": p.more_needed,
+        "sentence": p.sentence("µs", "runs of each release"),
+    }

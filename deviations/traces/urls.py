@@ -18,6 +18,8 @@ urlpatterns = [
     path("series/<str:name>/releases/<str:version>/", views.release_detail, name="release"),
     path("runs/<int:run_id>/", views.run_detail, name="run"),
     path("series/<str:name>/compare/", views.compare_releases, name="compare"),
+    path("series/<str:name>/compare/precision/", views.release_precision,
+         name="release_precision"),
     path("series/<str:name>/releases/<str:version>/annotations/", views.annotate_release,
          name="annotate_release"),
     path("series/<str:name>/annotations/<int:annotation_id>/delete/",

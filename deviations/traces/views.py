@@ -291,6 +291,7 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
         "sample_word": "value" if series.is_metrics else "run",
         "releases": selectors.releases_with_counts(series),
         "fdr": compare.FDR, "min_change": series.min_relative_change,
+        "how_many_pct": f"{_how_many_pct(series):g}",
         "min_change_us": series.min_absolute_change_us,
         "shows": compare.SHOW, "sorts": compare.SORTS,
         "permalink": request.path + ("?" + query.params() if query.params() else ""),
@@ -300,6 +301,36 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
         "swap": "?" + query.params(base=query.new, new=query.base),
     }
     return render(request, "deviations/compare.html", context, status=status)
+
+
+def _how_many_pct(series: Series) -> float:
+    """The change "how many more runs?" asks about: the series' minimum practical change
+    (2 % by default), or 2 % when the series keeps every significant change."""
+    return 100.0 * series.min_relative_change or 2.0
+
+
+def release_precision(request: HttpRequest, name: str) -> HttpResponse:
+    """How many more runs of each release would tell a change of ``min_change`` % of one
+    function's mean from noise (``?base=A&new=B&function=ID&metric=self&min_change=2``):
+    the compare view's "how many more runs?" link (docs/statistics.md, §3.8 and §3.11)."""
+    series = get_object_or_404(Series, name=name)
+    params = request.GET
+    context: dict[str, Any] = {"series": series, "result": None, "error": "",
+                               "min_change": params.get("min_change",
+                                                        f"{_how_many_pct(series):g}")}
+    status = 200
+    try:
+        try:
+            function_id = int(params.get("function", ""))
+            min_change = float(context["min_change"])
+        except ValueError as exc:
+            raise UserError("function must be an id and min_change a number") from exc
+        context["result"] = selectors.release_pair_precision(
+            series.name, params.get("base", ""), params.get("new", ""), function_id,
+            metric=params.get("metric", "self"), min_change_pct=min_change)
+    except UserError as exc:
+        context["error"], status = exc.message, exc.status
+    return render(request, "deviations/precision.html", context, status=status)
 
 
 @login_required

@@ -12,6 +12,8 @@ from scipy import stats
 from deviations.stats.intervals import Interval
 from deviations.stats.multiple import holm
 from deviations.stats.paired import (
+    MIN_N,
+    PILOT_N,
     AAFloor,
     PairedResult,
     aa_floor,
@@ -20,12 +22,16 @@ from deviations.stats.paired import (
     classify,
     exceeds_floor,
     floor_change,
+    guarded_sd,
     holm_paired,
     paired_ci,
     paired_ci_from_differences,
     precision_paired,
+    precision_ratio_paired,
+    precision_ratio_two_sample,
     precision_two_sample,
     result_line,
+    scaled_halfwidth,
     sequence_halfwidth,
     sign_test,
     welch_ci,
@@ -328,19 +334,62 @@ def test_precision_samples_needed():
     p = precision_paired(d, min_change=0.5)
     assert not p.narrow_enough
     assert p.more_needed > 0
-    s = d.std(ddof=1)
+    s = max(d[:k].std(ddof=1) for k in range(PILOT_N, 21))  # the guarded spread
+    assert guarded_sd(d) == pytest.approx(s)
     n_total = 20 + p.more_needed
-    assert 2 * sequence_halfwidth(n_total, s) <= 0.5 < 2 * sequence_halfwidth(n_total - 1, s)
-    assert precision_paired(d, min_change=10.0).more_needed == 0
-    assert precision_paired(d, min_change=10.0).narrow_enough
+    # bisection to half a sample: the count is the smallest total, or one more
+    assert 2 * scaled_halfwidth(n_total, s) <= 0.5 < 2 * scaled_halfwidth(n_total - 2, s)
+    # 20 pairs are fewer than MIN_N = 30: never narrow enough yet, at least 10 more
+    assert precision_paired(d, min_change=10.0).more_needed == MIN_N - 20
+    assert not precision_paired(d, min_change=10.0).narrow_enough
+    assert precision_paired(rng.normal(0.5, 1.0, 40), min_change=10.0).narrow_enough
     a, b = rng.normal(10, 1, 15), rng.normal(10.5, 2, 15)
     two = precision_two_sample(a, b, 1.0)
     assert two.n == pytest.approx(15)
-    half = sequence_halfwidth(15, np.sqrt(a.var(ddof=1) + b.var(ddof=1)))
+    half = scaled_halfwidth(15, np.sqrt(guarded_sd(a) ** 2 + guarded_sd(b) ** 2))
     diff = b.mean() - a.mean()
     assert (two.lo, two.hi) == pytest.approx((diff - half, diff + half))
     with pytest.raises(ValueError, match="min_change"):
         precision_paired(d, 0.0)
+
+
+def test_scaled_halfwidth_is_unit_free():
+    # the sequence of x / sigma mapped back: the same relative width in ms or in us
+    assert scaled_halfwidth(50, 1000.0) == pytest.approx(1000 * sequence_halfwidth(50, 1.0))
+    assert scaled_halfwidth(50, 0.05) / 0.05 == pytest.approx(scaled_halfwidth(50, 1.0))
+    # at n* = 30 it is 1.48x the t interval's half-width (docs, §3.8)
+    assert scaled_halfwidth(30, 1.0) / (stats.t.ppf(0.975, 29) / np.sqrt(30)) == pytest.approx(
+        1.48, abs=0.01)
+
+
+def test_guarded_sd_cannot_dip():
+    x = np.array([1.0, 9.0, 1.2, 0.8, 1.1, 0.9, 1.0, 1.05, 0.95, 1.0] + [1.0] * 30)
+    assert guarded_sd(x) == pytest.approx(x[:10].std(ddof=1))
+    assert guarded_sd(x) > x.std(ddof=1)
+    assert guarded_sd(x[:5]) == pytest.approx(x[:5].std(ddof=1))  # below the pilot
+    with pytest.raises(ValueError, match="pilot"):
+        guarded_sd(x, pilot=1)
+
+
+def test_precision_ratio_log_scale():
+    rng = np.random.default_rng(3)
+    a = rng.lognormal(np.log(10), 0.3, 40)
+    b = a * 1.05 * rng.lognormal(0, 0.02, 40)
+    p = precision_ratio_paired(a, b, 2.0)
+    d = np.log(b / a)
+    h = scaled_halfwidth(40, guarded_sd(d))
+    assert p.scale == "log"
+    assert (p.estimate, p.lo, p.hi) == pytest.approx(
+        tuple(100 * np.expm1(v) for v in (d.mean(), d.mean() - h, d.mean() + h)))
+    assert p.excludes_zero
+    assert p.narrow_enough == (2 * h <= np.log(1.02))
+    assert "geometric mean" in p.sentence()
+    two = precision_ratio_two_sample(a, b, 2.0)
+    assert two.estimate == pytest.approx(100 * np.expm1(np.log(b).mean() - np.log(a).mean()))
+    with pytest.raises(ValueError, match="positive"):
+        precision_ratio_paired(a, np.append(b[:-1], 0.0), 2.0)
+    with pytest.raises(ValueError, match="same length"):
+        precision_ratio_paired(a, b[:-1], 2.0)
 
 
 def test_floor_change():

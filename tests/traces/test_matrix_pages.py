@@ -143,6 +143,9 @@ def test_release_page_lists_the_top_changes(client: Client, series: str) -> None
     assert 'id="regressions"' in html
     # Links keep the rule shown (the series' default here, paper).
     assert "Against <a href=\"/series/s/releases/1.1/?rule=paper\">1.1</a>" in html
+    # each change links to "how many more runs?" for the two releases (issue 22, part 4)
+    assert "/series/s/compare/precision/?base=1.1&amp;new=1.2&amp;function=" in html
+    assert ">how many more?</a>" in html
     rows = client.get("/series/s/releases/1.2/?format=json").json()
     assert [(r["function"], r["verdict"]) for r in rows] == [("Paint", "regression")]
 

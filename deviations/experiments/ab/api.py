@@ -14,6 +14,7 @@ from deviations.core.api import ErrorOut, TokenAuth
 from deviations.core.uploads import check_upload_size
 from deviations.experiments.ab import selectors, services
 from deviations.experiments.ab.models import ABHost, ABRun
+from deviations.traces import selectors as trace_selectors
 
 router = Router(tags=["A/B runs"])
 
@@ -126,7 +127,7 @@ def release_precision(
     (independent runs), whether it is narrower than ``min_change`` (% of the base's mean),
     and about how many more runs of each release would make it so. Looking again after
     more runs keeps its 95 % level."""
-    return selectors.release_pair_precision(
+    return trace_selectors.release_pair_precision(
         series, base, new, function, metric=metric, min_change_pct=min_change
     )
 
