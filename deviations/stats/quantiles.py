@@ -486,16 +486,23 @@ class QuantileSequentialTest:
             diff_hi=float(np.max(sup_[jb] - inf_[first_a])),
         )
 
-    def to_state(self) -> dict[str, Any]:
-        """JSON-serialisable state, restored exactly by :meth:`from_state`."""
-        return {
+    def to_state(self, *, data: bool = True) -> dict[str, Any]:
+        """JSON-serialisable state, restored exactly by :meth:`from_state`.
+
+        ``data=False`` leaves out the arms' sorted values (``"a"``, ``"b"``), for a caller
+        that keeps the observations elsewhere and passes them back to :meth:`from_state`.
+        """
+        out: dict[str, Any] = {
             "format": _STATE_FORMAT, "quantiles": list(self.quantiles), "alpha": self.alpha,
-            "tuned_n": self.tuned_n, "a": self._a.tolist(), "b": self._b.tolist(),
+            "tuned_n": self.tuned_n,
             "above": list(self._above), "below": list(self._below),
             "decisions": list(self._decisions),
             "decided_at": [None if d is None else list(d) for d in self._decided_at],
             "order": list(self._order),
         }
+        if data:
+            out["a"], out["b"] = self._a.tolist(), self._b.tolist()
+        return out
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> QuantileSequentialTest:
