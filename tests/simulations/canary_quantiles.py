@@ -70,10 +70,11 @@ def tail_only(p99_ratio: float = 1.25) -> Sampler:
 
 
 def stopping_n(rng: np.random.Generator, draw_a: Sampler, draw_b: Sampler,
-               max_n: int) -> tuple[int | None, float | None]:
+               max_n: int, quantiles: tuple[float, ...] = (0.5, 0.9, 0.99)) -> tuple[
+                   int | None, float | None]:
     """Observations per arm at the first decision (None: none by ``max_n``) and the
     quantile that decided."""
-    test = QuantileSequentialTest(alpha=ALPHA)
+    test = QuantileSequentialTest(quantiles, alpha=ALPHA)
     for n in range(STEP, max_n + 1, STEP):
         result = test.update(draw_a(rng, STEP), draw_b(rng, STEP))
         if result.decided_by:
@@ -138,16 +139,25 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=200)
     parser.add_argument("--aa-streams", type=int, default=500)
     parser.add_argument("--seed", type=int, default=22)
+    parser.add_argument("--quantiles", default="0.5,0.9,0.99",
+                        help="the family judged on (Bonferroni over it)")
+    parser.add_argument("--skip-tail", action="store_true",
+                        help="leave out the p99-only scenario")
     args = parser.parse_args()
+    family = tuple(float(q) for q in args.quantiles.split(","))
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
 
+    print(f"Quantiles {family}")
     print(f"A/A, {args.aa_streams} streams per family, looked at every {STEP} up to "
           f"{AA_N:,} per arm, alpha = {ALPHA}")
     print("| latencies | streams with any decision | share |")
     print("|---|---|---|")
     for name, draw in (("lognormal", lognormal()), ("gamma", gamma())):
-        stops = [stopping_n(rng, draw, draw, AA_N)[0] for _ in range(args.aa_streams)]
+        if not args.aa_streams:
+            continue
+        stops = [stopping_n(rng, draw, draw, AA_N, family)[0]
+                 for _ in range(args.aa_streams)]
         wrong = sum(s is not None for s in stops)
         print(f"| {name} | {wrong} / {args.aa_streams} | {wrong / args.aa_streams:.1%} |")
 
@@ -163,8 +173,8 @@ def main() -> None:
         ("gamma, ×1.05", gamma(), gamma(1.05)),
         ("gamma, ×1.10", gamma(), gamma(1.10)),
     )
-    for name, draw_a, draw_b in scenarios:
-        runs = [stopping_n(rng, draw_a, draw_b, MAX_N) for _ in range(args.streams)]
+    for name, draw_a, draw_b in scenarios[1:] if args.skip_tail else scenarios:
+        runs = [stopping_n(rng, draw_a, draw_b, MAX_N, family) for _ in range(args.streams)]
         stops = np.array([n if n is not None else np.inf for n, _ in runs])
         deciders = [q for _, q in runs if q is not None]
         counts = {q: deciders.count(q) for q in sorted(set(deciders))}

@@ -122,10 +122,11 @@ def canary_view(canary: Canary, change: float | None = None) -> dict[str, Any]:
             if q == 0.5:
                 median_band = (lo, hi)
     judged = (summary.get("quantiles") or {}).get("verdicts") or []
-    if canary.quantiles and judged:
-        words = quantile_words(canary, judged) + words
-    elif canary.quantiles:
-        pass  # no observations in both arms yet: the quantiles say nothing
+    if canary.quantiles:
+        # The quantiles' own bands (joint confidence sequences at alpha / K) replace the
+        # DKW bands' words: two different bands on the same median would read as a
+        # contradiction. The DKW band on the median still answers "how many more?".
+        words = quantile_words(canary, judged)
     elif st.decision == "reject" and "signs" in summary:
         signs = summary["signs"]
         signed = signs["pairs"] - signs["ties"]

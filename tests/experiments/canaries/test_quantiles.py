@@ -89,6 +89,7 @@ def test_p99_only_change_is_decided_by_the_p99(committed: Any, monkeypatch: Any)
         "observations per arm")
     assert view["words"][1].startswith("p50 changed by between")
     assert view["words"][1].endswith("(no decision yet)")
+    assert len(view["words"]) == 3  # the quantiles' words only, not the DKW bands'
     assert not any("distribution functions differ" in w for w in view["words"])
     page = Client().get(canary.get_absolute_url()).content.decode()
     assert "p99 rose: B&#x27;s p99 above A&#x27;s" in page
