@@ -12,10 +12,13 @@ evaluated at ``k = S_n(x*)`` is a non-negative martingale with ``M_0 = 1``; by V
 inequality ``P(exists n: M_n(S_n(x*)) >= 1/alpha) <= alpha``. ``{x : M_n(S_n(x)) < 1/alpha}``
 is therefore a confidence sequence for the quantile, valid at every n at once (Howard and
 Ramdas 2022, the fixed-quantile confidence sequence with a beta-binomial mixture boundary;
-Howard et al. 2021, the conjugate beta-binomial mixture). Its width is of order
-``sqrt(q (1-q) log(n) / n)`` in probability around ``q``: tight where the data are, unlike
-the DKW band of the whole distribution function (``sequential.py``) whose width
-``eps_n`` is the same at every quantile.
+Howard et al. 2021, the conjugate beta-binomial mixture). Eq. (1) is this module's own
+numbering: it mixes over the success probability with a plain conjugate Beta prior, where
+the paper (and its authors' ``confseq``) mix over the exponential-family tilt of the
+centred increments; both are test martingales, so Ville's inequality applies alike. On
+the probability scale the sequence is about ``q +- sqrt(q (1-q) log(n) / n)`` wide: tight
+where the data are, unlike the DKW band of the whole distribution function
+(``sequential.py``) whose width ``eps_n`` is the same at every quantile.
 
 **Two arms.** Arms A and B are independent, so at the true pair ``(x_a*, x_b*)`` of
 quantiles the product ``M^A_{n_a}(S^A(x_a*)) M^B_{n_b}(S^B(x_b*))`` is again a test

@@ -124,3 +124,26 @@ def test_cli_creates_and_reports_a_quantile_decision(tmp_path: Path) -> None:
     assert all(v["decision"] == "b_below" and v["diff"][1] <= 0 for v in decided)
     with pytest.raises(Exception, match="quantiles"):
         run("create", "bad", "--bad", "any", "--quantiles", "0.5,x")
+
+
+@pytest.mark.django_db
+def test_api_and_form_take_the_quantiles(api: Client, post: Any, client: Client,
+                                         ci_user: Any) -> None:
+    made = post(api, "/api/canaries", {"name": "rpc", "bad": "higher",
+                                       "quantiles": [0.5, 0.99]})
+    assert made.status_code == 201
+    assert made.json()["quantiles"] == [0.5, 0.99]
+    assert made.json()["quantile_verdicts"] == []
+    refused = post(api, "/api/canaries", {"name": "rpc", "bad": "higher",
+                                          "quantiles": [0.5], "method": "signs"})
+    assert refused.status_code == 400
+    assert "quantiles" in refused.json()["detail"]
+    client.force_login(ci_user)
+    response = client.post("/canaries/new/", {"name": "web", "bad": "lower", "alpha": 0.05,
+                                              "quantile": 0.95, "quantiles": "0.9, 0.5"})
+    assert response.status_code == 302
+    assert Canary.objects.get(name="web").quantiles == [0.5, 0.9]
+    bad = client.post("/canaries/new/", {"name": "web2", "bad": "lower", "alpha": 0.05,
+                                         "quantile": 0.95, "quantiles": "0.5, high"})
+    assert bad.status_code == 200
+    assert not Canary.objects.filter(name="web2").exists()
