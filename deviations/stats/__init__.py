@@ -16,7 +16,8 @@ from here; the modules, one per concept, hold more:
   adaptive one, change kinds; ``tuning``: choosing the adaptive rule's parameters from
   known changes;
 - ``sequential``: anytime-valid confidence sequences and sequential tests (Lindon et al.
-  2022);
+  2022); ``quantiles``: anytime-valid decisions on chosen quantiles of two arms (Howard and
+  Ramdas 2022's quantile confidence sequences);
 - ``paired``: interleaved A/B comparisons (paired bootstrap, sign test, A/A floor,
   Welch).
 

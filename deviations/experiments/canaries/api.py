@@ -27,6 +27,7 @@ class CanaryIn(Schema):
     count: bool = False
     method: str = "dkw"
     quantile: float = 0.95
+    quantiles: list[float] = []
     min_effect: float | None = None
     owners: list[str] = []
 
@@ -61,6 +62,8 @@ class StatusOut(Schema):
     headline: str
     headline_text: str
     words: list[str]
+    quantiles: list[float] = []
+    quantile_verdicts: list[dict[str, Any]] = []
     p_value: float
     statistic: float
     n_a: int
@@ -99,7 +102,9 @@ def create(request: HttpRequest, body: CanaryIn) -> Status[dict[str, Any]]:
     """``bad``: higher, lower or any. ``tau`` (0-1, optional): accept 'no difference beyond
     tau' on the distribution functions. ``count``: batches carry event timestamps only.
     ``method``: ``dkw`` (default: distribution functions) or ``signs`` (a sign test on
-    pairs, faster on shifts, reject only; docs/statistics.md)."""
+    pairs, faster on shifts, reject only; docs/statistics.md). ``quantiles`` (e.g.
+    ``[0.5, 0.9, 0.99]``): judge the canary on these quantiles instead, each with an
+    anytime-valid decision (Bonferroni over them; needs ``method`` dkw and no ``tau``)."""
     canary = services.create_canary(user=request.auth, **body.dict())
     return Status(201, _status(_canary(canary.pk)))
 

@@ -23,6 +23,18 @@ class CanaryForm(forms.Form):
         return self.cleaned_data.get("method") or Canary.DKW
     count = forms.BooleanField(required=False, label="Count metric (send event timestamps)")
     quantile = forms.FloatField(initial=0.95, help_text="Quantile worded besides the median.")
+    quantiles = forms.CharField(
+        required=False, label="Judge on quantiles", help_text="Comma-separated, e.g. "
+        "0.5,0.9,0.99: an anytime-valid decision each decides the canary (leave τ empty and "
+        "the test 'distribution functions'). Empty: not used.")
+
+    def clean_quantiles(self) -> list[float]:
+        text = self.cleaned_data.get("quantiles") or ""
+        try:
+            return [float(part) for part in text.split(",") if part.strip()]
+        except ValueError:
+            raise forms.ValidationError(
+                "comma-separated probabilities, e.g. 0.5,0.9,0.99") from None
     min_effect = forms.FloatField(required=False, label="Smallest change worth knowing",
                                   help_text="On the median, in the metric's unit.")
     owners = forms.CharField(required=False, help_text="Emails told of a rejection, "

@@ -46,6 +46,11 @@ class Canary(models.Model):
     )
     quantile = models.FloatField(default=0.95, help_text="The quantile the headline words "
                                  "besides the median.")
+    quantiles = models.JSONField(
+        default=list, blank=True, help_text="Quantiles the canary is judged on, e.g. [0.5, "
+        "0.9, 0.99]: each gets an anytime-valid decision (Bonferroni over them), and these "
+        "decide the canary instead of the distribution-function test. Empty: not used.",
+    )
     min_effect = models.FloatField(
         null=True, blank=True, help_text="The smallest change of the median worth knowing, in "
         "the metric's unit: the page says whether the interval is narrow enough for it.",

@@ -54,6 +54,37 @@ def effect_words(label: str, lo: float | None, hi: float | None, unit: str) -> s
     return f"{label} changed by between {low} and {high}{u}: no direction known yet"
 
 
+def _per_arm(at: list[int]) -> str:
+    n_a, n_b = at
+    if n_a == n_b:
+        return f"{n_a:,} observations per arm"
+    return f"{n_a:,} observations in A and {n_b:,} in B"
+
+
+def quantile_words(canary: Canary, rows: list[dict[str, Any]]) -> list[str]:
+    """One line per quantile the canary is judged on (``Canary.quantiles``), decided ones
+    first in the order they were decided: "p99 rose: B's p99 above A's with 95 %
+    anytime-valid confidence after 12,340 observations per arm"; undecided ones word the
+    band on ``Q_B - Q_A`` from the joint confidence sequence (as ``effect_words``)."""
+    subject = " wait between events" if canary.count else ""
+    confidence = f"{100 * (1 - canary.alpha):g}%"
+    decided, open_ = [], []
+    for row in rows:
+        label = f"{row['label']}{subject}"
+        if row["decision"] == "continue":
+            lo, hi = row["diff"]
+            open_.append(f"{effect_words(label, lo, hi, canary.unit)} (no decision yet)")
+            continue
+        above = row["decision"] == "b_above"
+        decided.append((row["decided_at"], (
+            f"{label} {'rose' if above else 'fell'}: B's {row['label']} "
+            f"{'above' if above else 'below'} A's with {confidence} anytime-valid confidence "
+            f"after {_per_arm(row['decided_at'])}"
+        )))
+    decided.sort(key=lambda pair: sum(pair[0]))
+    return [text for _, text in decided] + open_
+
+
 def samples_bound(canary: Canary) -> int | None:
     """Observations per arm by which the test has decided, whatever the data (needs tau):
     ``sample_size(tau / 2)`` (docs/statistics.md, "Sample-size bound")."""
@@ -90,7 +121,13 @@ def canary_view(canary: Canary, change: float | None = None) -> dict[str, Any]:
             words.append(effect_words(label, lo, hi, canary.unit))
             if q == 0.5:
                 median_band = (lo, hi)
-    if st.decision == "reject" and "signs" in summary:
+    judged = (summary.get("quantiles") or {}).get("verdicts") or []
+    if canary.quantiles:
+        # The quantiles' own bands (joint confidence sequences at alpha / K) replace the
+        # DKW bands' words: two different bands on the same median would read as a
+        # contradiction. The DKW band on the median still answers "how many more?".
+        words = quantile_words(canary, judged)
+    elif st.decision == "reject" and "signs" in summary:
         signs = summary["signs"]
         signed = signs["pairs"] - signs["ties"]
         larger = 2 * signs["positive"] > signed
@@ -130,6 +167,10 @@ def canary_view(canary: Canary, change: float | None = None) -> dict[str, Any]:
         "alpha": canary.alpha,
         "tau": canary.tau,
         "quantile": canary.quantile,
+        "quantiles": list(canary.quantiles),
+        "quantile_verdicts": [
+            {k: row[k] for k in ("label", "q", "decision", "decided_at", "p_above",
+                                 "p_below", "diff")} for row in judged],
         "decision": st.decision,
         "headline": st.headline,
         "headline_text": HEADLINES.get(st.headline, st.headline),

@@ -79,7 +79,7 @@ def _email_list(emails: Any, field: str) -> list[str]:
 def create_canary(
     name: str, *, bad: str, alpha: float = 0.05, tau: float | None = None,
     count: bool = False, metric: str = "", unit: str = "", quantile: float = 0.95,
-    method: str = Canary.DKW,
+    method: str = Canary.DKW, quantiles: Any = None,
     min_effect: float | None = None, owners: Any = None, user: Any = None,
 ) -> Canary:
     """Check every field, then store the canary and its empty state."""
@@ -98,6 +98,10 @@ def create_canary(
         raise UserError("tau: the sign test only rejects; a tolerance needs method 'dkw'")
     if not (isinstance(quantile, int | float) and 0.0 < quantile < 1.0):
         raise UserError("quantile: a probability in (0, 1), e.g. 0.95")
+    judged_on = _quantile_list(quantiles)
+    if judged_on and (method != Canary.DKW or tau is not None):
+        raise UserError("quantiles: they decide the canary themselves; leave method 'dkw' "
+                        "and tau empty")
     if min_effect is not None and not (
         isinstance(min_effect, int | float) and math.isfinite(min_effect) and min_effect > 0
     ):
@@ -114,7 +118,7 @@ def create_canary(
         canary = Canary.objects.create(
             name=name, bad=bad, alpha=float(alpha), tau=None if tau is None else float(tau),
             count=bool(count), metric=(metric or "").strip(), unit=(unit or "").strip(),
-            quantile=float(quantile), method=method,
+            quantile=float(quantile), method=method, quantiles=judged_on,
             min_effect=None if min_effect is None else float(min_effect),
             owners=_email_list(owners, "owners"),
             created_by=user if getattr(user, "is_authenticated", False) else None,
@@ -124,6 +128,26 @@ def create_canary(
         # its alert (core.access.check_canary; issue 23).
         access.claim(user, Ownership.CANARY, [str(canary.pk)])
     return canary
+
+
+#: Quantiles a canary can be judged on at most (each is tested at alpha / K).
+MAX_QUANTILES = 10
+
+
+def _quantile_list(quantiles: Any) -> list[float]:
+    """Distinct probabilities in (0, 1), sorted; ``None`` or empty: none."""
+    if quantiles is None:
+        return []
+    if not isinstance(quantiles, list | tuple) or len(quantiles) > MAX_QUANTILES or any(
+        isinstance(q, bool) or not isinstance(q, int | float) or not 0.0 < q < 1.0
+        for q in quantiles
+    ):
+        raise UserError(f"quantiles: at most {MAX_QUANTILES} probabilities in (0, 1), e.g. "
+                        "[0.5, 0.9, 0.99]")
+    judged_on = sorted({round(float(q), 6) for q in quantiles})
+    if len(judged_on) != len(quantiles):
+        raise UserError("quantiles: each at most once")
+    return judged_on
 
 
 def _finite_array(values: Any, field: str) -> np.ndarray:

@@ -1,6 +1,8 @@
 """The canary's stored sequential state, updated incrementally (the only glue to the
 statistics, ``deviations.stats.sequential`` and, for ``method="signs"``,
-``deviations.stats.signs``, whose small state is stored whole in ``CanaryState.summary``).
+``deviations.stats.signs``, whose small state is stored whole in ``CanaryState.summary``;
+with ``Canary.quantiles`` set, ``deviations.stats.quantiles`` decides: its evidence and
+decisions are stored in the summary, its data are the distribution-function test's).
 
 ``apply_pending`` locks the ``CanaryState`` row, takes the test as it stood after batch
 ``applied_seq`` and adds the batches received since, in one update (looking after a group
@@ -34,6 +36,7 @@ from deviations.experiments.canaries.models import (
     CanaryPoint,
     CanaryState,
 )
+from deviations.stats.quantiles import QuantileSequentialTest, QuantileVerdict
 from deviations.stats.sequential import SequentialTest
 from deviations.stats.signs import SequentialSignTest
 
@@ -49,10 +52,10 @@ REGRESSION, IMPROVEMENT, NO_DIFFERENCE, KEEP_GOING = (
     "regression", "improvement", "no_difference", "keep_going",
 )
 
-#: canary id -> (applied_seq, the test, the sign test, observations its checkpoint holds).
-_cache: OrderedDict[int, tuple[int, SequentialTest, SequentialSignTest | None, int]] = (
-    OrderedDict()
-)
+#: canary id -> (applied_seq, the test, the sign test, observations its checkpoint holds,
+#: the quantile test).
+_cache: OrderedDict[int, tuple[int, SequentialTest, SequentialSignTest | None, int,
+                               QuantileSequentialTest | None]] = OrderedDict()
 
 
 def grid_for(canary: Canary) -> np.ndarray:
@@ -151,6 +154,41 @@ def _restore(canary: Canary, state: CanaryState) -> SequentialTest:
     return test
 
 
+def _quantile_test(canary: Canary, state: CanaryState,
+                   test: SequentialTest) -> QuantileSequentialTest:
+    """The quantile test after batch ``state.applied_seq``: the stored evidence and
+    decisions (summary) with the distribution-function test's data, which are the same
+    observations."""
+    saved = ((state.summary or {}).get("quantiles") or {}).get("state")
+    if saved is None:
+        saved = QuantileSequentialTest(canary.quantiles, canary.alpha).to_state(data=False)
+    data = test.to_state()
+    return QuantileSequentialTest.from_state({
+        **saved, "a": np.repeat(data["support"], data["counts_a"]),
+        "b": np.repeat(data["support"], data["counts_b"]),
+    })
+
+
+def _verdict_row(verdict: QuantileVerdict, band: Any) -> dict[str, Any]:
+    return {
+        "q": verdict.q, "label": verdict.label, "decision": verdict.decision,
+        "decided_at": None if verdict.decided_at is None else list(verdict.decided_at),
+        "p_above": verdict.p_above, "p_below": verdict.p_below,
+        "estimate_a": verdict.estimate_a, "estimate_b": verdict.estimate_b,
+        "diff": _finite(np.array([band.diff_lo, band.diff_hi])),
+    }
+
+
+def summarise_quantiles(qtest: QuantileSequentialTest) -> dict[str, Any]:
+    """The quantile test's small state (no data) and one row per quantile for the page."""
+    out: dict[str, Any] = {"state": qtest.to_state(data=False), "verdicts": []}
+    if qtest.n_a and qtest.n_b:
+        result = qtest.result()
+        out["verdicts"] = [_verdict_row(v, band) for v, band in
+                           zip(result.verdicts, qtest.intervals(), strict=True)]
+    return out
+
+
 def _checkpoint(canary: Canary, seq: int, test: SequentialTest) -> None:
     saved = test.to_state()
     CanaryCheckpoint.objects.update_or_create(canary=canary, defaults={
@@ -188,7 +226,7 @@ def apply_pending(canary_id: int) -> Applied:
         if cached is not None and cached[0] == state.applied_seq:
             # Nobody else wrote since (applied_seq moves with every write): neither the
             # test nor the checkpoint changed.
-            _, test, signs, held = cached
+            _, test, signs, held, qtest = cached
         else:
             test = _restore(canary, state)
             checkpoint = CanaryCheckpoint.objects.filter(canary_id=canary_id).values_list(
@@ -199,12 +237,22 @@ def apply_pending(canary_id: int) -> Applied:
                 signs = (SequentialSignTest.from_state(state.summary["signs"])
                          if "signs" in state.summary
                          else SequentialSignTest(canary.alpha, seed=canary.pk))
+            qtest = _quantile_test(canary, state, test) if canary.quantiles else None
         applied = last - state.applied_seq
         dkw_before = test.decision
         result = test.update(a, b)
         own = {"p_value": result.p_value, "decision": result.decision,
                "decided_at": None if result.decided_at is None else list(result.decided_at)}
-        if signs is None:  # the distribution-function test decides
+        if qtest is not None:  # the quantiles decide; the DKW test draws the bands
+            before = "reject" if qtest.result().decided_by else "continue"
+            q_result = qtest.update(a, b)
+            decision = "reject" if q_result.decided_by else "continue"
+            first = next((v for v in q_result.verdicts if q_result.decided_by
+                          and v.q == q_result.decided_by[0]), None)
+            decided_at = None if first is None else first.decided_at
+            p_value = p_now = min(min(v.p_above, v.p_below) for v in q_result.verdicts)
+            b_larger = first is not None and first.decision == "b_above"
+        elif signs is None:  # the distribution-function test decides
             before, decision = dkw_before, result.decision
             p_value, p_now, decided_at = result.p_value, result.p_value_now, result.decided_at
             b_larger = -test.inf_difference >= test.sup_difference
@@ -228,6 +276,8 @@ def apply_pending(canary_id: int) -> Applied:
         state.summary = {**summarise(canary, test), "dkw": own}
         if signs is not None:
             state.summary["signs"] = signs.to_state()
+        if qtest is not None:
+            state.summary["quantiles"] = summarise_quantiles(qtest)
         state.save()
         CanaryPoint.objects.create(
             canary_id=canary_id, seq=last, n_a=result.n_a, n_b=result.n_b,
@@ -238,7 +288,7 @@ def apply_pending(canary_id: int) -> Applied:
             held = result.n_a + result.n_b
 
         def remember() -> None:
-            _cache[canary_id] = (last, test, signs, held)
+            _cache[canary_id] = (last, test, signs, held, qtest)
             while len(_cache) > CACHE_SIZE:
                 _cache.popitem(last=False)
 

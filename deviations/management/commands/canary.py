@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 from pathlib import Path
@@ -24,11 +25,21 @@ from deviations.management import base
 from ingest.services import parse_observations
 
 _STATUS_FIELDS = (
-    "id", "name", "method", "decision", "headline", "p_value", "n_a", "n_b", "decided_n_a",
+    "id", "name", "method", "quantiles", "quantile_verdicts", "decision", "headline",
+    "p_value", "n_a", "n_b", "decided_n_a",
     "decided_n_b", "statistic", "alpha", "tau", "words", "batches_received",
     "batches_applied", "accepting", "samples_bound", "samples_bound_more", "change",
     "median_band", "narrow_enough", "samples_needed", "samples_needed_more",
 )
+
+
+def _probabilities(text: str) -> list[float]:
+    """``0.5,0.9,0.99`` -> [0.5, 0.9, 0.99] (the service checks the values)."""
+    try:
+        return [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: comma-separated probabilities, e.g. 0.5,0.9,0.99") from None
 
 
 class Command(base.Command):
@@ -63,6 +74,10 @@ class Command(base.Command):
         create.add_argument("--unit", default="", help="unit, e.g. ms")
         create.add_argument("--quantile", type=float, default=0.95,
                             help="quantile worded besides the median (default 0.95)")
+        create.add_argument("--quantiles", type=_probabilities, default=None,
+                            help="judge the canary on these quantiles, comma-separated, e.g. "
+                            "0.5,0.9,0.99: an anytime-valid decision each (Bonferroni over "
+                            "them) decides the canary instead of the dkw test")
         create.add_argument("--min-effect", type=float, default=None,
                             help="smallest change of the median worth knowing, in the unit")
         create.add_argument("--owner", action="append", default=[],
@@ -104,7 +119,7 @@ class Command(base.Command):
         canary = services.create_canary(
             opts["name"], bad=opts["bad"], alpha=opts["alpha"], tau=opts["tau"],
             count=opts["count"], metric=opts["metric"], unit=opts["unit"],
-            method=opts["method"],
+            method=opts["method"], quantiles=opts["quantiles"],
             quantile=opts["quantile"], min_effect=opts["min_effect"], owners=opts["owner"],
         )
         if opts["format"] == "json":
