@@ -13,13 +13,13 @@ from ninja.files import UploadedFile
 
 from deviations.core import access
 from deviations.core.api import ErrorOut, TokenAuth
-from deviations.core.errors import TooLargeError, UserError
+from deviations.core.errors import UserError
 from deviations.core.models import Ownership
 from deviations.core.uploads import check_upload_size
 from deviations.traces import annotations as notes
 from deviations.traces import compare, selectors, services
 from deviations.traces.models import Release, ReleaseAnnotation, Run, Series
-from deviations.traces.uploads.results import MAX_RESULTS_BYTES, set_metric, store_results
+from deviations.traces.uploads.results import read_upload, set_metric, store_results
 from deviations.traces.uploads.runs import ThreadOptions
 from deviations.traces.uploads.submit import submit_uploads
 
@@ -194,11 +194,7 @@ def upload_results(
     check_upload_size(request)
     if file is None:
         raise UserError("no file: send the results as the multipart field 'file'")
-    limit = MAX_RESULTS_BYTES
-    data = file.read(limit + 1)
-    if len(data) > limit:
-        raise TooLargeError(f"{file.name}: larger than the limit of {limit:,} bytes for a "
-                            "results file")
+    data = read_upload(file, file.name or "upload")
     stored = store_results(name, data, file.name or "upload", release=release or None,
                            order=order, fmt=format, user=request.auth)
     out = {**stored.to_dict(), "series_url": reverse("series", args=[name])}

@@ -155,7 +155,7 @@ def series_alerts(series: Series) -> list[AlertData]:
             fid = int(got["function_ids"][f])
             changes.setdefault((fid, int(p)), []).append(_Change(
                 metric="" if series.is_metrics else metric,
-                unit=units.get(fid, ("", ""))[0] if series.is_metrics else "µs",
+                unit=units.get(fid, "") if series.is_metrics else "µs",
                 code=int(got["verdict"][f, p]), diff=diff, lo=lo, hi=hi,
                 before=before, pct=pct, pct_lo=pct_lo, pct_hi=pct_hi,
                 p_value=_num(got["p_value"][f, p]), n_before=int(got["n_before"][f, p]),

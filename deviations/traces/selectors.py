@@ -194,7 +194,7 @@ def release_metric_table(release: Release) -> list[dict[str, Any]]:
     rows = []
     for k, fid in enumerate(ids):
         row = values[k][given[k]]
-        rows.append({"id": fid, "name": names[fid], "unit": units.get(fid, ("", ""))[0],
+        rows.append({"id": fid, "name": names[fid], "unit": units.get(fid, ""),
                      "median": float(np.median(row)) if len(row) else None,
                      "values": int(len(row))})
     return sorted(rows, key=lambda r: r["name"].casefold())
@@ -270,16 +270,26 @@ def metric_settings_key(series: Series) -> tuple[tuple[int, str, float | None], 
     ).order_by("function_id").values_list("function_id", "direction", "threshold_percent"))
 
 
-def metric_units(series: Series, ids: Iterable[int]) -> dict[int, tuple[str, str]]:
-    """(unit, direction) by function id of a metric series' rows; empty for a trace series."""
+def metric_units(series: Series, ids: Iterable[int]) -> dict[int, str]:
+    """Unit by function id of a metric series' rows ("" without one); empty for a trace
+    series."""
     if not series.is_metrics:
         return {}
-    out: dict[int, tuple[str, str]] = {}
+    out: dict[int, str] = {}
     for chunk in batches(list(ids)):
-        out.update((fid, (unit, direction)) for fid, unit, direction in
-                   Metric.objects.filter(function_id__in=chunk).values_list(
-                       "function_id", "unit", "direction"))
+        out.update(Metric.objects.filter(function_id__in=chunk).values_list(
+            "function_id", "unit"))
     return out
+
+
+def with_units(series: Series, rows: list[dict[str, Any]], key: str = "function_id"
+               ) -> list[dict[str, Any]]:
+    """``rows`` of a metric series, each with its metric's ``unit`` (pages show it beside
+    the name); a trace series' rows as they are."""
+    if not series.is_metrics:
+        return rows
+    units = metric_units(series, [r[key] for r in rows])
+    return [dict(r, unit=units.get(r[key], "")) for r in rows]
 
 
 def final_since(series: Series, rule: str, run_counts: np.ndarray, versions: list[str]

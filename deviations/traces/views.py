@@ -127,7 +127,7 @@ def _series_context(request: HttpRequest, series: Series, query: MatrixQuery,
         names, what, unit = view.function_names, f"{query.metric} time", "ms"
         if series.is_metrics:  # each row in its own unit, said beside its name
             units = selectors.metric_units(series, view.function_ids)
-            names = [f"{n} ({units[f][0]})" if units.get(f, ("",))[0] else n
+            names = [f"{n} ({units[f]})" if units.get(f) else n
                      for n, f in zip(names, view.function_ids, strict=True)]
             what, unit = "metrics", "raw"
         figure = charts.deviation_matrix(
@@ -228,11 +228,8 @@ def release_detail(request: HttpRequest, name: str, version: str) -> HttpRespons
         rows = [dict(c, url=None) for c in changes["rows"]]
         return _table_response(rows, RELEASE_CHANGE_FIELDS, fmt, f"{name}-{version}-changes")
     series = release.series
-    if series.is_metrics:  # each metric's unit beside its name, its values as stored
-        rows = [c for kind in ("regressions", "improvements") for c in changes[kind]]
-        units = selectors.metric_units(series, [c["function_id"] for c in rows])
-        for c in rows:
-            c["unit"] = units.get(c["function_id"], ("", ""))[0]
+    for kind in ("regressions", "improvements"):  # a metric's unit beside its name
+        changes[kind] = selectors.with_units(series, changes[kind])
     context = {
         "release": release, "series": series, "query": query, "changes": changes,
         "unit": "raw" if series.is_metrics else "ms",
@@ -278,9 +275,7 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
             return HttpResponse(error, status=status, content_type="text/plain; charset=utf-8")
         return _table_response(rows, compare.FIELDS, fmt,
                                f"{series.name}-{query.base}-{query.new}")
-    if series.is_metrics:  # each metric's unit beside its name
-        units = selectors.metric_units(series, [r["function_id"] for r in rows])
-        rows = [dict(r, unit=units.get(r["function_id"], ("", ""))[0]) for r in rows]
+    rows = selectors.with_units(series, rows)  # a metric's unit beside its name
     # Milliseconds, as the release page's tables of many functions (exports stay in µs);
     # a metric series' values as stored (each metric in its unit).
     unit: charts.Unit = "raw" if series.is_metrics else "ms"

@@ -34,7 +34,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from deviations.core import access
-from deviations.core.errors import UserError
+from deviations.core.errors import TooLargeError, UserError
 from deviations.core.models import Ownership
 from deviations.core.versions import check_order, check_version
 from deviations.traces.models import Metric, Release, Run, RunTimes, Series
@@ -98,6 +98,16 @@ def results_upload(series_name: str, files: list[Any]) -> bool:
     head = stream.read(HEAD_BYTES)
     stream.seek(0)
     return not looks_like_trace(head)
+
+
+def read_upload(stream: IO[bytes], file_name: str) -> bytes:
+    """An uploaded results file's bytes (page and API); ``TooLargeError`` (413) over
+    ``MAX_RESULTS_BYTES``, read no further than one byte past it."""
+    data = stream.read(MAX_RESULTS_BYTES + 1)
+    if len(data) > MAX_RESULTS_BYTES:
+        raise TooLargeError(f"{safe_file_name(file_name)}: larger than the limit of "
+                            f"{MAX_RESULTS_BYTES:,} bytes for a results file")
+    return data
 
 
 def parse_file(data: bytes, file_name: str, fmt: str | None = None) -> ResultSet:
@@ -321,14 +331,12 @@ def submit_results(series_name: str, files: list[tuple[str, IO[bytes]]], *,
     out = []
     for file_name, stream in files:
         name = safe_file_name(file_name)
-        data = stream.read(MAX_RESULTS_BYTES + 1)
+        data = b""
         try:
-            if len(data) > MAX_RESULTS_BYTES:
-                raise ResultsError(f"{name}: larger than the limit of {MAX_RESULTS_BYTES:,} "
-                                   "bytes for a results file")
+            data = read_upload(stream, name)
             stored = store_results(series_name, data, name, release=release, order=order,
                                    fmt=fmt, user=user, batch=batch)
-        except (ResultsError, IngestError) as exc:
+        except (ResultsError, IngestError, TooLargeError) as exc:
             failed = (_record_failed(series_name, release, data, name, exc.message, user,
                                      batch) if release is not None else None)
             out.append(ResultsUpload(name, error=exc.message, failed=failed))
