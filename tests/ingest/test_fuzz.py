@@ -199,13 +199,15 @@ def test_uploads_of_mutated_traces_fail_alone_and_leave_nothing(
     client: Any, committed: Any, settings: Any, tmp_path: Path
 ) -> None:
     settings.MEDIA_ROOT = tmp_path / "media"
-    token = ApiToken.issue(get_user_model().objects.create_user("ci"), "CI")[1]
+    user = get_user_model().objects.create_user("ci")
+    token = ApiToken.issue(user, "CI")[1]
     statuses: dict[int, int] = {}
     for i, data in cases(_trace_seeds(), 150, seed=7):
         upload = io.BytesIO(data)
         upload.name = f"case{i}.json"
+        # Over five releases: what parses is analysed between releases, as a series is.
         response = committed(
-            client.post, "/api/series/fuzz/releases/1.0/runs", {"file": upload},
+            client.post, f"/api/series/fuzz/releases/1.{i % 5}/runs", {"file": upload},
             headers={"Authorization": f"Bearer {token}"},
         )
         statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
@@ -218,6 +220,60 @@ def test_uploads_of_mutated_traces_fail_alone_and_leave_nothing(
     left = list((tmp_path / "media").rglob("*")) if (tmp_path / "media").exists() else []
     assert sorted(p.name for p in left if p.is_file()) == sorted(
         runs.filter(file_stored=True).values_list("sha256", flat=True))
+    # Parse, then analyse: whatever the mutated files that parsed hold, the analysis of
+    # the series ran (in-process, after each run) and its pages and matrix read it.
+    from deviations.traces.models import SeriesAnalysis
+
+    assert runs.filter(status=Run.DONE).exists()
+    assert SeriesAnalysis.objects.filter(series__name="fuzz").exists()
+    client.force_login(user)
+    measured = sorted(set(runs.filter(status=Run.DONE).values_list("release__version",
+                                                                    flat=True)))
+    for page in ("/series/fuzz/", "/series/fuzz/matrix.json",
+                 f"/series/fuzz/releases/{measured[0]}/"):
+        assert client.get(page).status_code == 200, page
+
+
+HOSTILE_NAMES = ["", " ", "a" * 5_000, "<img src=x onerror=alert(1)>", "é😀\u202e", "\t",
+                 "a\\b", "1e309", "RunTask", "NaN"]
+HOSTILE_TIMES = [0, 0.0, -5, 1e-9, 0.5, 1, 3, 1e6, 1e12, 1e15, 2**53, 7.25]
+
+
+@pytest.mark.django_db
+def test_traces_with_hostile_values_parse_then_analyse(client: Any, committed: Any) -> None:
+    """Byte mutations rarely survive the JSON decoder (3 of 150 above), so the analysis
+    sees few of them: these traces are valid JSON whose values are hostile (names empty,
+    huge, markup, bidi; times zero, negative, fractional, 2**53; events overlapping, nested
+    past their parent, duplicated) over six releases. Each is stored or refused alone;
+    what is stored is analysed, and the series' pages, matrix and comparisons read it."""
+    import random
+
+    from deviations.traces.models import SeriesAnalysis
+
+    user = get_user_model().objects.create_user("ci")
+    token = ApiToken.issue(user, "CI")[1]
+    rng = random.Random(29)
+    for i in range(60):
+        events = [(rng.choice(HOSTILE_NAMES) if rng.random() < 0.3 else f"f{rng.randrange(6)}",
+                   rng.choice(HOSTILE_TIMES) if rng.random() < 0.3 else rng.uniform(0, 500),
+                   rng.choice(HOSTILE_TIMES) if rng.random() < 0.3 else rng.uniform(0, 80))
+                  for _ in range(rng.randint(0, 25))]
+        upload = io.BytesIO(json.dumps({"traceEvents": renderer_events(events)}).encode())
+        upload.name = f"case{i}.json"
+        response = committed(
+            client.post, f"/api/series/values/releases/2.{i % 6}/runs", {"file": upload},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert response.status_code in (200, 201, 400), (i, response.content)
+    runs = Run.objects.all()
+    assert set(runs.values_list("status", flat=True)) <= {Run.DONE, Run.FAILED}
+    assert runs.filter(status=Run.DONE).count() > 30
+    assert all(r.error.startswith(f"{r.file_name}: ") for r in runs.filter(status=Run.FAILED))
+    assert SeriesAnalysis.objects.filter(series__name="values").exists()
+    client.force_login(user)
+    for page in ("/series/values/", "/series/values/matrix.json",
+                 "/series/values/releases/2.3/", "/series/values/compare/?base=2.0&new=2.5"):
+        assert client.get(page).status_code == 200, page
 
 
 @pytest.mark.django_db
@@ -254,13 +310,26 @@ def test_mutated_results_files_store_whole_or_not_at_all() -> None:
 
 
 @pytest.mark.django_db
-def test_mutated_histogram_files_store_whole_or_not_at_all() -> None:
+def test_mutated_histogram_files_store_whole_or_not_at_all(client: Any) -> None:
+    for seed in _histogram_seeds():  # the probes as they were, then mutated builds of them
+        store_histogram_file(seed, display_name="seed.json")
     for i, data in cases(_histogram_seeds(), 150, seed=11):
         before = (Probe.objects.count(), HistogramSnapshot.objects.count())
         try:
             store_histogram_file(data, display_name=f"case{i}.json")
         except HistogramError:
             assert (Probe.objects.count(), HistogramSnapshot.objects.count()) == before
+    # Parse, then analyse: change detection over every probe the mutated files made, and
+    # each probe's page.
+    from deviations.histograms.detection import detect
+
+    probes = list(Probe.objects.all())
+    assert len(probes) >= len(_histogram_seeds())
+    detect([p.pk for p in probes])
+    user = get_user_model().objects.create_user("viewer")
+    client.force_login(user)
+    for probe in probes:
+        assert client.get(f"/histograms/probes/{probe.pk}/").status_code == 200, probe.name
 
 
 @pytest.mark.parametrize("doc", [
