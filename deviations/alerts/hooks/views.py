@@ -20,20 +20,20 @@ _TEMPLATE_FIELDS = ("target", "family", "kind", "base_url", "product", "componen
 
 @login_required
 def webhooks(request: HttpRequest) -> HttpResponse:
-    error = ""
+    error, status = "", 200
     values = {f: request.POST.get(f, "") for f in _HOOK_FIELDS}
     if request.method == "POST":
         try:
             services.create_webhook(request.user, improvements=request.POST.get(
                 "improvements") == "on", **values)
         except UserError as exc:
-            error = exc.message
+            error, status = exc.message, exc.status
         else:
             return redirect("hooks:webhooks")
     return render(request, "alerts/hooks/webhooks.html", {
         "hooks": selectors.user_webhooks(request.user), "values": values, "error": error,
         "targets": Webhook.TARGETS, "formats": Webhook.FORMATS, "purposes": Webhook.PURPOSES,
-    }, status=400 if error else 200)
+    }, status=status)
 
 
 def _refused(exc: UserError) -> HttpResponse:
@@ -61,7 +61,7 @@ def webhook_test(request: HttpRequest, hook_id: int) -> HttpResponse:
 
 
 def bug_templates(request: HttpRequest) -> HttpResponse:
-    error = ""
+    error, status = "", 200
     values = {f: request.POST.get(f, "") for f in _TEMPLATE_FIELDS}
     if request.method == "POST":
         if not request.user.is_authenticated:
@@ -69,13 +69,13 @@ def bug_templates(request: HttpRequest) -> HttpResponse:
         try:
             services.set_bug_template(request.user, **values)
         except UserError as exc:
-            error = exc.message
+            error, status = exc.message, exc.status
         else:
             return redirect("hooks:bugs")
     return render(request, "alerts/hooks/bugs.html", {
         "templates": selectors.bug_templates(), "values": values, "error": error,
         "kinds": BugTemplate.KINDS, "targets": BugTemplate.TARGETS,
-    }, status=400 if error else 200)
+    }, status=status)
 
 
 @login_required
