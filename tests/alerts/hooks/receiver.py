@@ -1,17 +1,15 @@
 """A webhook receiver for the tests: ``http.server`` on 127.0.0.1, a random port, in a
-thread; it records every request and answers with the statuses it is given, in turn."""
+thread; it records every request and answers with the statuses it is given, in turn (the
+``receiver`` fixture of this folder's conftest starts one per test)."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-
-import pytest
 
 
 @dataclass
@@ -63,12 +61,3 @@ def verified(request: Received, secret: str) -> bool:
     expected = hmac.new(secret.encode(), timestamp.encode() + b"." + request.body,
                         hashlib.sha256).hexdigest()
     return hmac.compare_digest("sha256=" + expected, request.headers["X-Deviations-Signature"])
-
-
-@pytest.fixture
-def receiver(settings: Any) -> Iterator[Receiver]:
-    """A receiver on loopback; the site allows private targets (the tests' own)."""
-    settings.DEVIATIONS_WEBHOOK_ALLOW_PRIVATE = True
-    found = Receiver()
-    yield found
-    found.close()

@@ -16,7 +16,7 @@ from deviations.alerts.models import Alert
 from deviations.alerts.recording import record
 from deviations.core.models import Ownership
 from deviations.core.packing import name_digest
-from tests.alerts.hooks.receiver import Receiver, receiver, verified  # noqa: F401
+from tests.alerts.hooks.receiver import Receiver, verified
 from tests.alerts.hooks.test_webhooks import api, series, user
 from tests.alerts.test_groups import trace
 

@@ -21,7 +21,7 @@ from deviations.alerts.recording import record
 from deviations.core.errors import UserError
 from deviations.core.models import ApiToken
 from deviations.traces.models import Release, Series
-from tests.alerts.hooks.receiver import Receiver, receiver, verified  # noqa: F401
+from tests.alerts.hooks.receiver import Receiver, verified
 from tests.alerts.test_groups import trace
 
 pytestmark = pytest.mark.django_db

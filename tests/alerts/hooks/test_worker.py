@@ -15,7 +15,7 @@ from deviations.alerts import notify
 from deviations.alerts.hooks import services
 from deviations.alerts.hooks.models import DeliveryAttempt, WebhookDelivery
 from deviations.alerts.recording import record
-from tests.alerts.hooks.receiver import Receiver, receiver, verified  # noqa: F401
+from tests.alerts.hooks.receiver import Receiver, verified
 from tests.alerts.hooks.test_webhooks import series, user
 from tests.alerts.test_groups import trace
 from tests.core.test_services import running_worker
