@@ -17,7 +17,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from deviations.alerts.hooks import outbound
-from deviations.alerts.hooks.models import DeliveryAttempt, Webhook, WebhookDelivery
+from deviations.alerts.hooks.models import Bisect, DeliveryAttempt, Webhook, WebhookDelivery
 
 #: A claim older than the HTTP timeout plus this belongs to a worker that died mid-attempt.
 LOST_AFTER_SECONDS = 60
@@ -61,14 +61,24 @@ def attempt(delivery_id: int, now: datetime | None = None) -> float | None:
             status=WebhookDelivery.DELIVERED, attempts=number, delivered_at=done)
         return None
     if not outcome.retryable or number >= settings.DEVIATIONS_WEBHOOK_ATTEMPTS:
-        WebhookDelivery.objects.filter(pk=delivery.pk).update(
-            status=WebhookDelivery.FAILED, attempts=number)
+        _failed(delivery, number, outcome.error)
         return None
     delay = backoff(number)
     WebhookDelivery.objects.filter(pk=delivery.pk).update(
         status=WebhookDelivery.PENDING, attempts=number,
         next_at=done + timedelta(seconds=delay))
     return delay
+
+
+def _failed(delivery: WebhookDelivery, attempts: int, error: str) -> None:
+    """The delivery failed for good; a bisect it requested failed with it (so that another
+    one may start)."""
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(status=WebhookDelivery.FAILED,
+                                                           attempts=attempts)
+    if delivery.bisect_id is not None:
+        Bisect.objects.filter(pk=delivery.bisect_id, status=Bisect.REQUESTED).update(
+            status=Bisect.FAILED, finished=timezone.now(),
+            message=f"the bisect service was not reached: {error}"[:2000])
 
 
 def due(now: datetime | None = None) -> list[int]:
@@ -79,13 +89,14 @@ def due(now: datetime | None = None) -> list[int]:
         seconds=settings.DEVIATIONS_WEBHOOK_TIMEOUT_SECONDS + LOST_AFTER_SECONDS)
     for lost in WebhookDelivery.objects.filter(status=WebhookDelivery.SENDING,
                                                claimed_at__lt=lost_before):
+        error = "the worker stopped during this attempt; not sent again (at most once)"
         marked = WebhookDelivery.objects.filter(
             pk=lost.pk, status=WebhookDelivery.SENDING, claimed_at=lost.claimed_at,
         ).update(status=WebhookDelivery.FAILED, attempts=lost.attempts + 1)
         if marked:
-            DeliveryAttempt.objects.create(
-                delivery=lost, number=lost.attempts + 1, at=lost.claimed_at or now,
-                error="the worker stopped during this attempt; not sent again (at most once)")
+            DeliveryAttempt.objects.create(delivery=lost, number=lost.attempts + 1,
+                                           at=lost.claimed_at or now, error=error)
+            _failed(lost, lost.attempts + 1, error)
     return list(WebhookDelivery.objects.filter(
         status=WebhookDelivery.PENDING, next_at__lte=now).order_by("next_at", "pk")
         .values_list("pk", flat=True)[:500])

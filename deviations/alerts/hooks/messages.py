@@ -61,7 +61,7 @@ def group_body(hook: Webhook, group: AlertGroup, told: list[Alert], rng: AlertRa
         if more > 0:
             items += f"\n… and {more} more"
         return encode({
-            "text": f"{title}: {url}",
+            "text": f"{_slack_escape(title)}: {url}",
             "blocks": [
                 {"type": "section", "text": {"type": "mrkdwn",
                  "text": f"*<{url}|{_slack_escape(title)}>*"}},

@@ -46,8 +46,12 @@ def signature(secret: str, timestamp: int, body: bytes) -> str:
 def check_url(url: str) -> None:
     """``UserError`` unless ``url`` is http(s) with a host (the syntax; where it points is
     checked when sending, as DNS may change)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(url)
+        host, _ = parts.hostname, parts.port  # a bad port or bracket raises ValueError here
+    except ValueError as exc:
+        raise UserError(f"the url is not a valid URL: {exc}") from exc
+    if parts.scheme not in ("http", "https") or not host:
         raise UserError("the url must be an http(s) URL with a host")
 
 
@@ -56,11 +60,12 @@ def check_address(url: str) -> None:
     reserved address and ``DEVIATIONS_WEBHOOK_ALLOW_PRIVATE`` is off."""
     if settings.DEVIATIONS_WEBHOOK_ALLOW_PRIVATE:
         return
+    check_url(url)
     parts = urlsplit(url)
     host = parts.hostname or ""
     try:
         infos = socket.getaddrinfo(host, parts.port or 443, proto=socket.IPPROTO_TCP)
-    except socket.gaierror as exc:
+    except (OSError, UnicodeError) as exc:
         raise UserError(f"the webhook's host {host!r} does not resolve: {exc}") from exc
     for info in infos:
         address = ipaddress.ip_address(str(info[4][0]).split("%")[0])

@@ -18,7 +18,7 @@ from __future__ import annotations
 import fnmatch
 import hmac
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -153,9 +153,19 @@ def _queue(delivery_id: int) -> None:
     transaction.on_commit(lambda: enqueue(tasks.deliver_webhook, delivery_id))
 
 
+#: Test deliveries one webhook may send an hour: a test is an outgoing request anyone who
+#: adds a webhook may cause, to an address of their choice.
+TESTS_PER_HOUR = 10
+
+
 def send_test(user: Any, hook: Webhook) -> WebhookDelivery:
     """A test message to the hook, through the same signed, retried delivery."""
     check_hook(user, hook)
+    recent = hook.deliveries.filter(kind=WebhookDelivery.TEST,
+                                    created__gte=timezone.now() - timedelta(hours=1)).count()
+    if recent >= TESTS_PER_HOUR:
+        raise UserError(f"at most {TESTS_PER_HOUR} test deliveries an hour per webhook",
+                        status=429, code="throttled")
     test = WebhookDelivery.objects.create(webhook=hook, kind=WebhookDelivery.TEST,
                                           body=messages.test_body(hook).decode(),
                                           next_at=timezone.now())

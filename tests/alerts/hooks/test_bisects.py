@@ -137,3 +137,13 @@ def test_bad_results_are_refused(receiver: Receiver, body: dict[str, str],
     assert response.status_code == 400, response.content
     assert message in response.json()["detail"]
     assert Bisect.objects.get().status == Bisect.REQUESTED
+
+
+def test_an_unreachable_service_fails_the_bisect(receiver: Receiver, committed) -> None:
+    alert, alice, _ = _setup(receiver)
+    receiver.statuses = [404]
+    bisect = committed(services.start_bisect, alice, alert)
+    bisect.refresh_from_db()
+    assert bisect.status == Bisect.FAILED
+    assert bisect.message.startswith("the bisect service was not reached: HTTP 404")
+    assert committed(services.start_bisect, alice, alert).status == Bisect.REQUESTED

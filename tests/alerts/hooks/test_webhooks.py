@@ -312,3 +312,19 @@ def test_command_lists_tests_and_delivers(receiver: Receiver, settings) -> None:
     receiver.statuses = [404]
     with pytest.raises(CommandError, match="failed"):
         call_command("webhooks", "test", str(h.pk), stdout=io.StringIO())
+
+
+def test_test_deliveries_are_limited(receiver: Receiver) -> None:
+    h = hook(user("alice"), receiver.url, pattern="*")
+    for _ in range(services.TESTS_PER_HOUR):
+        services.send_test(h.owner, h)
+    with pytest.raises(UserError, match="at most 10 test deliveries") as refused:
+        services.send_test(h.owner, h)
+    assert refused.value.status == 429
+
+
+@pytest.mark.parametrize("url", ["http://[::1/x", "http://host:99999/", "http://exa mple.org/"])
+def test_malformed_urls_are_refused(url: str, settings) -> None:
+    settings.DEVIATIONS_WEBHOOK_ALLOW_PRIVATE = False
+    with pytest.raises(UserError):
+        outbound.check_address(url)
