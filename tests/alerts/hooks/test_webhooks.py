@@ -3,12 +3,14 @@ shapes, retries with backoff, no retry on a 4xx, the page and the API's owner ch
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 
@@ -293,10 +295,6 @@ def test_api_refuses_bad_values_with_400(receiver: Receiver, field: str, value: 
 
 
 def test_command_lists_tests_and_delivers(receiver: Receiver, settings) -> None:
-    import io
-
-    from django.core.management import CommandError, call_command
-
     settings.DEVIATIONS_WEBHOOK_BACKOFF_SECONDS = 0
     h = hook(user("alice"), receiver.url, pattern="*")
     receiver.statuses = [500]

@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from deviations.alerts import notify
 from deviations.alerts.hooks import services
-from deviations.alerts.hooks.models import DeliveryAttempt, WebhookDelivery
+from deviations.alerts.hooks.models import Bisect, DeliveryAttempt, Webhook, WebhookDelivery
 from deviations.alerts.recording import record
+from deviations.core.models import ApiToken
 from tests.alerts.hooks.receiver import Receiver, verified
 from tests.alerts.hooks.test_webhooks import series, user
 from tests.alerts.test_groups import trace
@@ -60,3 +62,26 @@ def test_worker_delivers_once_and_retries(receiver: Receiver, hook_worker: Any,
     assert all(verified(r, hook.secret) for r in receiver.requests)
     assert json.loads(receiver.requests[1].body)["group"]["family"] == "s"
     assert WebhookDelivery.objects.count() == 1
+
+
+def test_worker_sends_the_bisect_request(receiver: Receiver, hook_worker: Any,
+                                         tmp_path: Path) -> None:
+    s = series()
+    alice = user("alice")
+    hook = services.create_webhook(alice, url=receiver.url, pattern="s",
+                                   purpose=Webhook.BISECT)
+    (alert_id,) = record([trace(s, "Paint", "2", "3")])
+    token = ApiToken.issue(alice, "t")[1]
+    started = Client(headers={"Authorization": f"Bearer {token}"}).post(
+        f"/api/alerts/{alert_id}/bisect")
+    assert started.status_code == 201, started.content
+    assert _wait({"webhook": hook}, tmp_path).status == WebhookDelivery.DELIVERED
+    (request,) = receiver.requests
+    assert verified(request, hook.secret)
+    sent = json.loads(request.body)
+    callback = "/" + sent["callback_url"].split("/", 3)[3]
+    done = Client(headers={"Authorization": f"Bearer {sent['token']}"}).post(
+        callback, {"status": "done", "culprit_revision": "abc"},
+        content_type="application/json")
+    assert done.status_code == 200, done.content
+    assert Bisect.objects.get().culprit_revision == "abc"
