@@ -25,5 +25,8 @@ def alert_hooks(context: Any, alert: Any) -> dict[str, Any]:
 @register.inclusion_tag("alerts/hooks/_group.html")
 def group_hooks(alerts: list[Any]) -> dict[str, Any]:
     bisects = selectors.group_bisects(alerts)
-    rows = [(a, bugs.link_for(a), bisects.get(a.pk, [])) for a in alerts]
+    # One family per group: its template is read once, not per alert.
+    template = selectors.bug_template_for(alerts[0]) if alerts else None
+    rows = [(a, bugs.build_link(template, a, selectors.alert_range(a)) if template else None,
+             bisects.get(a.pk, [])) for a in alerts]
     return {"rows": [r for r in rows if r[1] or r[2]]}
