@@ -56,11 +56,12 @@ def check_url(url: str) -> None:
 
 
 def check_address(url: str) -> None:
-    """``UserError`` if the host resolves to a private, loopback, link-local, multicast or
-    reserved address and ``DEVIATIONS_WEBHOOK_ALLOW_PRIVATE`` is off."""
+    """``UserError`` if ``url`` is not http(s) with a host (:func:`check_url`), or its host
+    resolves to a private, loopback, link-local, multicast or reserved address and
+    ``DEVIATIONS_WEBHOOK_ALLOW_PRIVATE`` is off."""
+    check_url(url)
     if settings.DEVIATIONS_WEBHOOK_ALLOW_PRIVATE:
         return
-    check_url(url)
     parts = urlsplit(url)
     host = parts.hostname or ""
     try:

