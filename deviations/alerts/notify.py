@@ -12,7 +12,8 @@ Recipients, per detector: a trace series' subscribers and owners (``Ownership``)
 probe's subscribers (patterns) and owners (``Probe.alert_emails``). An address is told of
 the alerts whose data arrived after it subscribed (or became an owner). Canaries: the
 experiments feature adds its recipients to ``RECIPIENTS``. Claiming (``SentAlert``,
-subject ``group:<id>``), sending and the daily digest are ``deviations.alerts.services``'.
+subject ``group:<id>``), sending and the daily digest are ``deviations.alerts.services``';
+the group's webhooks are claimed and queued by ``deviations.alerts.hooks.services``.
 
 Runs after every analysis and detection (in-process in the embedded default) and every
 15 minutes under beat (``notify-alert-groups``: groups whose delay ran out since).
@@ -30,6 +31,7 @@ from django.utils import timezone
 
 from deviations.alerts import selectors
 from deviations.alerts import services as alerts
+from deviations.alerts.hooks import services as hooks
 from deviations.alerts.models import Alert, AlertGroup, SentAlert, Subscription
 from deviations.core.models import Ownership
 from deviations.core.packing import name_digest
@@ -175,6 +177,7 @@ def notify_group(group: AlertGroup, now: datetime) -> int:
         if not any(a.status == Alert.NEW for a in members):
             AlertGroup.objects.filter(pk=group.pk).update(notified_at=now)
         return 0
+    hooks.deliver_group(group, ready, now)  # webhooks: once per group and hook, as email
     sent = 0
     finder = RECIPIENTS.get(group.detector)
     for r in finder(group) if finder else []:
