@@ -56,6 +56,13 @@ BODIES = {
     "POST /api/canaries/{canary_id}/observations": {"batch": "b", "arm": "A",
                                                     "values": [1.5, 2.0, 3.25]},
     "POST /api/canaries/{canary_id}/subscribe": {"email": "ci@example.org"},
+    "POST /api/webhooks": {"url": "https://hooks.example.org/x", "pattern": "s*",
+                           "target": "series", "format": "slack", "secret": "k"},
+    "PUT /api/bug-templates": {"target": "series", "family": "s", "kind": "github",
+                               "base_url": "https://github.com/o/r", "labels": "perf"},
+    # The bisect service's report, with the bisect's own token (the world's "bisect_auth").
+    "POST /api/bisects/{bisect_id}": {"status": "done", "culprit_revision": "abc123",
+                                      "url": "https://ci.example.org/1", "message": "found"},
 }
 # Multipart uploads: the file fields, their seeds, and the form fields with valid values.
 UPLOADS = {
@@ -74,6 +81,8 @@ NO_BODY = {
     "DELETE /api/series/{name}/annotations/{annotation_id}",
     "DELETE /api/histograms/annotations/{annotation_id}",
     "POST /api/canaries/{canary_id}/continue",
+    "DELETE /api/webhooks/{hook_id}", "POST /api/webhooks/{hook_id}/test",
+    "DELETE /api/bug-templates/{template_id}", "POST /api/alerts/{alert_id}/bisect",
 }
 
 HOSTILE_FIELDS = ["", "a\x00b", "x" * 5_000, "-1", "1e309", "nan", "99999999999999999999",
@@ -100,6 +109,8 @@ def test_every_write_endpoint_is_fuzzed() -> None:
 def world(db: Any) -> dict[str, Any]:
     """A staff user's token and one of everything the endpoints act on."""
     from deviations.alerts.models import Alert
+    from deviations.alerts.hooks.models import Bisect, BugTemplate, Webhook
+    from deviations.alerts.hooks.services import bisect_token
     from deviations.alerts.recording import record
     from deviations.experiments.canaries import services as canaries
     from deviations.histograms.models import HistogramChange, Probe
@@ -119,10 +130,16 @@ def world(db: Any) -> dict[str, Any]:
     )
     store_results("bench", b"release,metric,value,unit\n1.0,ops,5,ops/s\n1.0,ops,6,ops/s\n",
                   "bench.csv", analyse=False)
+    alert = Alert.objects.get()
+    hook = Webhook.objects.create(owner=user, url="https://hooks.example.org/y", pattern="*")
+    template = BugTemplate.objects.create(family="s", kind="github",
+                                          base_url="https://github.com/o/r")
+    bisect = Bisect.objects.create(alert=alert, requested_by=user)
     return {"token": ApiToken.issue(user, "CI")[1], "name": "s", "version": "2",
-            "alert": Alert.objects.get().pk, "change_id": change.pk,
+            "alert": alert.pk, "alert_id": alert.pk, "change_id": change.pk,
             "canary_id": canaries.create_canary("c", bad="higher", user=user).pk,
-            "run_id": 1, "annotation_id": 1}
+            "run_id": 1, "annotation_id": 1, "hook_id": hook.pk, "template_id": template.pk,
+            "bisect_id": bisect.pk, "bisect_auth": bisect_token(bisect.pk)}
 
 
 def _url(path: str, world: dict[str, Any]) -> str:
@@ -138,13 +155,14 @@ def test_mutated_json_bodies_never_answer_500(client: Any, world: dict[str, Any]
     client.raise_request_exception = False
     auth = {"Authorization": f"Bearer {world['token']}"}
     codes: dict[int, int] = {}
+    bisect_auth = {"Authorization": f"Bearer {world['bisect_auth']}"}
     for key, body in BODIES.items():
         method, path = key.split(" ")
-        send = client.patch if method == "PATCH" else client.post
+        send = {"PATCH": client.patch, "PUT": client.put, "POST": client.post}[method]
         seed = json.dumps(_fill(body, world)).encode()
         for i, data in cases([seed], 300, seed=3):
             response = send(_url(path, world), data, content_type="application/json",
-                            headers=auth)
+                            headers=bisect_auth if "{bisect_id}" in path else auth)
             codes[response.status_code] = codes.get(response.status_code, 0) + 1
             assert response.status_code < 500, (key, i, data[:200], response.content[:300])
     assert set(codes) & {200, 201}, codes  # some mutations were still valid bodies
