@@ -49,6 +49,16 @@ def alert_line(a: Alert) -> str:
     return f"{what}: {a.direction} {effect} from {a.from_label} to {a.to_label}"
 
 
+def moved_line(a: Alert) -> str:
+    """Where a nudged alert stands and where the detector put it ("" when not moved)."""
+    if not a.nudged:
+        return ""
+    who = a.nudged_by.get_username() if a.nudged_by else "someone"
+    return (f"Range {a.from_label} → {a.to_label}: moved by {who} from "
+            f"{a.detected_from_label} → {a.detected_to_label} (where the detector put it; "
+            "the numbers above are the detector's there).")
+
+
 def group_links(group: AlertGroup) -> list[tuple[str, str]]:
     """(label, path) of the pages to look at a group from: the matrix and the compare view
     of its range (traces), the probe pages (histograms)."""
@@ -122,10 +132,16 @@ class Filters:
         return urlencode({k: v for k, v in values.items() if v})
 
 
+def untriaged(alerts: QuerySet[Alert]) -> QuerySet[Alert]:
+    """The untriaged ones of ``alerts``: new, and not in a group downstream of another
+    (triaged with its upstream: ``alerts.downstream``)."""
+    return alerts.filter(status=Alert.NEW, group__upstream__isnull=True)
+
+
 def filtered_alerts(f: Filters) -> QuerySet[Alert]:
-    alerts = Alert.objects.select_related("group", "assignee", "status_by")
+    alerts = Alert.objects.select_related("group", "assignee", "status_by", "nudged_by")
     if f.status == "untriaged":
-        alerts = alerts.filter(status=Alert.NEW)
+        alerts = untriaged(alerts)
     elif f.status:
         alerts = alerts.filter(status=f.status)
     if f.detector:
@@ -165,9 +181,11 @@ def group_rows(alerts: QuerySet[Alert], limit: int = 50, offset: int = 0) -> lis
     each with its matching alerts (largest effect first)."""
     ranked = (
         AlertGroup.objects.filter(pk__in=alerts.values("group_id")).annotate(
-            latest_new=Max("alerts__created", filter=Q(alerts__status=Alert.NEW)),
+            latest_new=Max("alerts__created",
+                           filter=Q(alerts__status=Alert.NEW, upstream__isnull=True)),
             latest=Max("alerts__created"),
         ).order_by(F("latest_new").desc(nulls_last=True), "-latest", "-pk")
+        .select_related("upstream")
     )
     groups = list(ranked[offset:offset + limit])
     by_group: dict[int, list[Alert]] = {g.pk: [] for g in groups}
@@ -177,7 +195,8 @@ def group_rows(alerts: QuerySet[Alert], limit: int = 50, offset: int = 0) -> lis
     for g in groups:
         members = sorted(by_group[g.pk], key=lambda a: (-a.size, a.pk))
         rows.append(GroupRow(
-            g, members, sum(a.status == Alert.NEW for a in members),
+            g, members,
+            0 if g.upstream_id else sum(a.status == Alert.NEW for a in members),
             sum(a.direction == Alert.REGRESSION for a in members),
             sum(a.direction == Alert.IMPROVEMENT for a in members),
             sum(a.direction == Alert.CHANGE for a in members),
@@ -188,12 +207,12 @@ def group_rows(alerts: QuerySet[Alert], limit: int = 50, offset: int = 0) -> lis
 
 def untriaged_groups(limit: int = 20) -> list[GroupRow]:
     """What the home page shows first: groups with untriaged alerts, newest first."""
-    return group_rows(Alert.objects.filter(status=Alert.NEW), limit=limit)
+    return group_rows(untriaged(Alert.objects.all()), limit=limit)
 
 
 def group_alerts(group: AlertGroup) -> list[Alert]:
     """A group's alerts, largest effect first (the group page)."""
-    found = group.alerts.select_related("assignee", "status_by", "function")
+    found = group.alerts.select_related("assignee", "status_by", "function", "nudged_by")
     return sorted(found, key=lambda a: (-a.size, a.pk))
 
 
@@ -211,6 +230,10 @@ def export_rows(alerts: QuerySet[Alert]) -> list[dict[str, Any]]:
             "n_before": a.n_before, "n_after": a.n_after, "provisional": a.provisional,
             "status": a.status, "assignee": a.assignee.get_username() if a.assignee else None,
             "bug_url": a.bug_url, "created": a.created.isoformat(),
+            "detected_from": a.detected_from_label or None,
+            "detected_to": a.detected_to_label or None,
+            "nudged_by": a.nudged_by.get_username() if a.nudged_by else None,
+            "nudged_at": a.nudged_at.isoformat() if a.nudged_at else None,
             "explanation": a.explanation, "url": a.get_absolute_url(),
         }
         for a in alerts
@@ -221,7 +244,8 @@ EXPORT_FIELDS = ["id", "group", "detector", "family", "subject", "metric", "rule
                  "to", "direction", "unit", "before", "after", "effect", "effect_lo",
                  "effect_hi", "effect_pct", "effect_pct_lo", "effect_pct_hi", "p_value",
                  "distance", "threshold", "method", "level", "n_before", "n_after",
-                 "provisional", "status", "assignee", "bug_url", "created", "explanation",
+                 "provisional", "status", "assignee", "bug_url", "created",
+                 "detected_from", "detected_to", "nudged_by", "nudged_at", "explanation",
                  "url"]
 
 
