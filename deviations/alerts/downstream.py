@@ -26,18 +26,6 @@ from deviations.alerts.services import check_sheriff
 from deviations.core.errors import UserError
 
 
-def upstream_chain(group: AlertGroup) -> list[AlertGroup]:
-    """The groups ``group`` is downstream of, nearest first."""
-    chain: list[AlertGroup] = []
-    seen = {group.pk}
-    at = group.upstream
-    while at is not None and at.pk not in seen:
-        chain.append(at)
-        seen.add(at.pk)
-        at = at.upstream
-    return chain
-
-
 def _check(group: AlertGroup, user: Any) -> None:
     check_sheriff(user, list(group.alerts.select_related("group")))
 

@@ -10,6 +10,7 @@ from urllib.parse import quote, urlencode
 from django.db.models import F, Max, Q, QuerySet
 from django.urls import reverse
 
+from deviations.alerts import nudging
 from deviations.alerts.models import Alert, AlertGroup, Ignore, Subscription
 from deviations.alerts.services import normalise_email
 from deviations.core.packing import name_digest
@@ -83,6 +84,30 @@ def subject_url(a: Alert) -> str | None:
         return reverse("histograms:probe", args=[a.probe_id]) + (
             f"?build={quote(a.to_label)}" if a.change_id else "")
     return None
+
+
+def nudge_targets(alert: Alert) -> list[nudging.Boundary]:
+    """The boundaries the alert page offers to move the alert to (none for a canary)."""
+    if alert.detector == Alert.CANARY:
+        return []
+    return nudging.neighbours(alert)
+
+
+def upstream_chain(group: AlertGroup) -> list[AlertGroup]:
+    """The groups ``group`` is downstream of, nearest first."""
+    chain: list[AlertGroup] = []
+    seen = {group.pk}
+    at = group.upstream
+    while at is not None and at.pk not in seen:
+        chain.append(at)
+        seen.add(at.pk)
+        at = at.upstream
+    return chain
+
+
+def downstream_groups(group: AlertGroup) -> list[AlertGroup]:
+    """The groups linked as downstream of ``group``."""
+    return list(group.downstream.order_by("pk"))
 
 
 # --- Lists ------------------------------------------------------------------------------
@@ -174,6 +199,13 @@ class GroupRow:
     @property
     def top(self) -> Alert:
         return self.alerts[0]
+
+    @property
+    def triage_ids(self) -> list[int]:
+        """What a keyboard triage of the row sets (alerts page): its untriaged alerts, or
+        all its listed alerts when none is untriaged."""
+        new = [a.pk for a in self.alerts if a.status == Alert.NEW]
+        return new or [a.pk for a in self.alerts]
 
 
 def group_rows(alerts: QuerySet[Alert], limit: int = 50, offset: int = 0) -> list[GroupRow]:
