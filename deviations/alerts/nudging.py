@@ -96,7 +96,8 @@ def nudge(alert: Alert, user: Any, side: str) -> Alert:
     alert = Alert.objects.select_for_update().select_related("group").get(pk=alert.pk)
     check_sheriff(user, [alert])
     if side not in SIDES:
-        raise UserError(f"side must be one of {', '.join(SIDES)}, not {side!r}", code="side")
+        raise UserError(f"side must be one of {', '.join(SIDES)}, not {side[:40]!r}",
+                        code="side")
     target = next((b for b in neighbours(alert) if b.side == side), None)
     if target is None:
         what = "release of the series" if alert.detector == Alert.TRACE else "build of the probe"

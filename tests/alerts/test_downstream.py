@@ -20,7 +20,8 @@ from deviations.core.errors import UserError
 from deviations.core.models import ApiToken, Ownership
 from deviations.core.packing import name_digest
 from deviations.traces.models import Series
-from tests.alerts.test_groups import series, subscribe, trace  # noqa: F401 (fixture)
+from tests.alerts.test_groups import series as series  # noqa: F401 (the fixture)
+from tests.alerts.test_groups import subscribe, trace
 
 pytestmark = pytest.mark.django_db
 
@@ -80,7 +81,8 @@ def test_a_digest_not_sent_yet_drops_a_group_linked_since(series) -> None:
     link(down, up, user("alice"))
     assert services.send_digests() == 1
     (digest,) = mail.outbox
-    assert "F23" in digest.body and "F45" not in digest.body
+    assert "F23" in digest.body
+    assert "F45" not in digest.body
     assert not SentAlert.objects.filter(subject=f"group:{down.pk}").exists()
 
 

@@ -22,7 +22,8 @@ from deviations.core.models import ApiToken, Ownership
 from deviations.core.packing import name_digest
 from deviations.histograms.models import HistogramSnapshot, Probe
 from deviations.traces.models import Release, Run, Series
-from tests.alerts.test_groups import series, subscribe, trace  # noqa: F401 (fixture)
+from tests.alerts.test_groups import series as series  # noqa: F401 (the fixture)
+from tests.alerts.test_groups import subscribe, trace
 
 pytestmark = pytest.mark.django_db
 
@@ -54,7 +55,8 @@ def test_a_nudged_alert_stays_moved_through_re_analysis_and_sync(series) -> None
     moved = nudge(alert, alice, "later")
     assert (moved.from_label, moved.to_label) == ("4", "5")
     assert (moved.detected_from_label, moved.detected_to_label) == ("3", "4")
-    assert moved.nudged_by == alice and moved.key == data.key
+    assert moved.nudged_by == alice
+    assert moved.key == data.key
     group = AlertGroup.objects.get()
     assert (group.from_label, group.to_label) == ("4", "5")
     assert AlertNote.objects.get().text == "Moved from 3 → 4 to 4 → 5."
@@ -188,7 +190,8 @@ def test_the_alert_page_form_moves_it_and_shows_a_refusal(series) -> None:
     page = Client()
     page.force_login(alice)
     html = page.get(f"/alerts/{pk}/").content.decode()
-    assert 'value="earlier"' in html and 'value="later"' not in html  # 5 is the newest
+    assert 'value="earlier"' in html
+    assert 'value="later"' not in html
     refused = page.post(f"/alerts/{pk}/nudge/", {"side": "later"})
     assert refused.status_code == 400
     assert "Not moved: no later boundary to move to: 5 is the newest" in refused.content.decode()
