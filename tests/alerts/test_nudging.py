@@ -261,3 +261,30 @@ def test_a_histogram_alert_moves_between_builds_of_its_probe() -> None:
     assert (moved.from_label, moved.to_label) == ("20240101", "20240102")
     with pytest.raises(UserError, match="20240101 is the oldest build of the probe"):
         nudge(moved, alice, "earlier")
+
+
+def test_a_full_re_analysis_of_the_demo_leaves_a_moved_alert_moved() -> None:
+    import io
+
+    from django.core.management import call_command
+
+    from deviations.management.commands.demo import SERIES
+
+    quiet = {"stdout": io.StringIO(), "stderr": io.StringIO()}
+    call_command("demo", "--runs", "5", **quiet)
+    paint = Alert.objects.get(subject="Paint", detector=Alert.TRACE,
+                              to_label="56.0.2906.0")
+    before = Alert.objects.filter(detector=Alert.TRACE).count()
+    moved = nudge(paint, user("sheriff", is_staff=True), "later")
+    assert (moved.from_label, moved.to_label) == ("56.0.2906.0", "56.0.2907.0")
+    call_command("analyse", "--series", SERIES, "--full", **quiet)
+    from deviations.traces.notify import record_series_alerts
+
+    # The analysis synced the series' alerts; syncing again creates and withdraws nothing.
+    assert record_series_alerts(Series.objects.get(name=SERIES).pk) == (0, 0)
+    again = Alert.objects.get(pk=paint.pk)
+    assert (again.from_label, again.to_label, again.detected_to_label) == (
+        "56.0.2906.0", "56.0.2907.0", "56.0.2906.0")
+    assert again.explanation.startswith("Paint: ")
+    assert Alert.objects.filter(detector=Alert.TRACE).count() == before
+    assert Alert.objects.filter(subject="Paint", to_label="56.0.2906.0").count() == 0
