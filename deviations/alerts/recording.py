@@ -267,8 +267,9 @@ def withdraw(alerts: Iterable[Alert]) -> int:
 
 def _refit(group: AlertGroup, without: int) -> bool:
     """Alert ``without`` leaves ``group``: shrink the group's range to its other alerts'
-    and split it where they no longer overlap (the first part keeps the group, its links
-    and whether it was emailed; the others become groups of their own). False, and nothing
+    and split it where they no longer overlap (the first part keeps the group; the others
+    become groups of their own, emailed or not and downstream of the same group as it was;
+    groups downstream of it stay with the first part). False, and nothing
     changed, when no other alert is left."""
     rest = sorted(group.alerts.exclude(pk=without), key=lambda a: (a.from_key, a.to_key, a.pk))
     if not rest:
@@ -289,8 +290,10 @@ def _refit(group: AlertGroup, without: int) -> bool:
         if k == 0:
             AlertGroup.objects.filter(pk=group.pk).update(**span)
             continue
-        split = AlertGroup.objects.create(detector=group.detector, family=group.family,
-                                          notified_at=group.notified_at, **span)
+        split = AlertGroup.objects.create(
+            detector=group.detector, family=group.family, notified_at=group.notified_at,
+            upstream_id=group.upstream_id, upstream_by_id=group.upstream_by_id,
+            upstream_at=group.upstream_at, **span)
         Alert.objects.filter(pk__in=[a.pk for a in part]).update(group=split)
     return True
 

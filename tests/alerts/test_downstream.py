@@ -164,3 +164,18 @@ def test_api_and_who_may_link(series) -> None:
         400, "upstream: there is no group #999999")
     assert api(bob).delete(url).json()["upstream"] is None
     assert Client().delete(url).status_code == 401
+
+
+def test_a_huge_group_number_is_no_group(series) -> None:
+    alice = user("alice")
+    (down,) = groups(series, ("2", "3"))
+    token = ApiToken.issue(alice, "t")[1]
+    api = Client(headers={"Authorization": f"Bearer {token}"})
+    response = api.post(f"/api/alerts/groups/{down.pk}/upstream", {"upstream": 10**30},
+                        content_type="application/json")
+    assert (response.status_code, response.json()["detail"]) == (
+        400, f"upstream: there is no group #{10**30}")
+    assert api.get("/api/alerts/groups/99999999999999999999").status_code == 404
+    page = Client()
+    page.force_login(alice)
+    assert page.post("/alerts/99999999999999999999/nudge/", {"side": "later"}).status_code == 404
