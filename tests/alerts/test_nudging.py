@@ -13,6 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from deviations.alerts import notify
+from deviations.alerts.downstream import link
 from deviations.alerts.models import Alert, AlertGroup, AlertNote
 from deviations.alerts.nudging import neighbours, nudge
 from deviations.alerts.recording import AlertData, record, sync
@@ -135,14 +136,19 @@ def test_a_moved_alert_changes_group_joins_merges_and_splits(series) -> None:
             trace(series, "B", "2", "3"), trace(series, "C", "4", "5")])
     assert AlertGroup.objects.count() == 2
     wide = Alert.objects.get(subject="Wide")
+    c_group = Alert.objects.get(subject="C").group
+    link(wide.group, c_group, alice)
     nudge(wide, alice, "later")  # to (3, 4]: A and B no longer overlap: the group splits
     ranges = sorted(AlertGroup.objects.values_list("from_label", "to_label"))
     assert ranges == [("1", "2"), ("2", "3"), ("3", "4"), ("4", "5")]
-    assert Alert.objects.get(subject="A").group_id != Alert.objects.get(subject="B").group_id
+    a_group, b_group = (Alert.objects.get(subject=f).group for f in ("A", "B"))
+    assert a_group.pk != b_group.pk
+    # Both parts were caused by C's group, the moved alert's new group is not.
+    assert (a_group.upstream_id, b_group.upstream_id) == (c_group.pk, c_group.pk)
+    assert Alert.objects.get(subject="Wide").group.upstream_id is None
     # Moved next to C: it joins C's group, and its own empty group is gone.
-    c_group = Alert.objects.get(subject="C").group_id
     nudge(Alert.objects.get(subject="Wide"), alice, "later")
-    assert Alert.objects.get(subject="Wide").group_id == c_group
+    assert Alert.objects.get(subject="Wide").group_id == c_group.pk
     assert AlertGroup.objects.count() == 3
     # B alone in its group moves with it (same group, new range), into A's: one group.
     b = Alert.objects.get(subject="B")
