@@ -289,7 +289,7 @@ def function_alerts(series_name: str, function_id: int) -> list[Alert]:
     return list(
         Alert.objects.filter(detector=Alert.TRACE, group__family=series_name,
                              function_id=function_id)
-        .select_related("group").order_by("-to_key", "metric", "rule")
+        .select_related("group", "nudged_by").order_by("-to_key", "metric", "rule")
     )
 
 

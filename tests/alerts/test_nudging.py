@@ -185,6 +185,11 @@ def test_the_email_and_pages_show_the_moved_range(series) -> None:
     assert "moved by alice from 3 → 4" in html
     group = Alert.objects.get(pk=pk).group
     assert "moved by alice from 3 → 4" in client.get(group.get_absolute_url()).content.decode()
+    from django.template.loader import render_to_string
+
+    verdicts = render_to_string("alerts/_explain.html", {  # the function page's section
+        "series": series, "function": Alert.objects.get(pk=pk).function})
+    assert "(moved by alice to 4 → 5)" in verdicts
     rows = client.get("/alerts/?format=json").json()
     assert (rows[0]["from"], rows[0]["detected_from"], rows[0]["nudged_by"]) == ("4", "3", "alice")
 
