@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.core import mail
+from django.template.loader import render_to_string
 from django.test import Client
 from django.utils import timezone
 
@@ -185,8 +186,6 @@ def test_the_email_and_pages_show_the_moved_range(series) -> None:
     assert "moved by alice from 3 → 4" in html
     group = Alert.objects.get(pk=pk).group
     assert "moved by alice from 3 → 4" in client.get(group.get_absolute_url()).content.decode()
-    from django.template.loader import render_to_string
-
     verdicts = render_to_string("alerts/_explain.html", {  # the function page's section
         "series": series, "function": Alert.objects.get(pk=pk).function})
     assert "(moved by alice to 4 → 5)" in verdicts
