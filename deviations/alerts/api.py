@@ -14,7 +14,6 @@ from ninja.errors import HttpError
 from deviations.alerts import downstream, nudging, selectors, services
 from deviations.alerts.models import Alert, AlertGroup, Subscription
 from deviations.core.api import ErrorOut, TokenAuth
-from deviations.core.errors import UserError
 
 router = Router(tags=["alerts"])
 alerts_router = Router(tags=["alerts"])
@@ -188,10 +187,7 @@ def link_upstream(request: HttpRequest, group_id: int,
                   body: UpstreamIn) -> Status[dict[str, Any]]:
     """Replaces a former link; a link that would make a cycle is a 400."""
     g = get_object_or_404(AlertGroup, pk=group_id)
-    upstream = AlertGroup.objects.filter(pk=body.upstream).first()
-    if upstream is None:
-        raise UserError(f"upstream: there is no group #{body.upstream}", code="upstream")
-    return Status(200, _group(downstream.link(g, upstream, request.auth)))
+    return Status(200, _group(downstream.link(g, body.upstream, request.auth)))
 
 
 @alerts_router.delete(

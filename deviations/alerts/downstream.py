@@ -31,10 +31,14 @@ def _check(group: AlertGroup, user: Any) -> None:
 
 
 @transaction.atomic
-def link(downstream: AlertGroup, upstream: AlertGroup, user: Any) -> AlertGroup:
-    """Mark ``downstream`` as caused by ``upstream`` (replacing a former link); refused
-    when ``upstream`` is ``downstream`` or downstream of it (a cycle)."""
+def link(downstream: AlertGroup, upstream_id: int, user: Any) -> AlertGroup:
+    """Mark ``downstream`` as caused by the group ``upstream_id`` (replacing a former
+    link); refused when there is no such group, or it is ``downstream`` or downstream of
+    it (a cycle)."""
     _check(downstream, user)
+    upstream = AlertGroup.objects.filter(pk=upstream_id).first()
+    if upstream is None:
+        raise UserError(f"upstream group: there is no group #{upstream_id}", code="upstream")
     if downstream.pk == upstream.pk:
         raise UserError("a group cannot be downstream of itself", code="upstream")
     # Lock the downstream group and every group up the new upstream's chain, each read

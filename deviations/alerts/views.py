@@ -161,11 +161,7 @@ def link_upstream(request: HttpRequest, group_id: int) -> HttpResponse:
     """Mark the group as downstream of the group numbered ``upstream``."""
     group = get_object_or_404(AlertGroup, pk=group_id)
     try:
-        number = _group_number(request.POST.get("upstream", ""))
-        upstream = AlertGroup.objects.filter(pk=number).first()
-        if upstream is None:
-            raise UserError(f"upstream group: there is no group #{number}", code="upstream")
-        downstream.link(group, upstream, request.user)
+        downstream.link(group, _group_number(request.POST.get("upstream", "")), request.user)
     except UserError as exc:
         return _group_page(request, group, link_error=exc.message, status=exc.status)
     return redirect(group.get_absolute_url())

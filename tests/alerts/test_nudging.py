@@ -138,7 +138,7 @@ def test_a_moved_alert_changes_group_joins_merges_and_splits(series) -> None:
     assert AlertGroup.objects.count() == 2
     wide = Alert.objects.get(subject="Wide")
     c_group = Alert.objects.get(subject="C").group
-    link(wide.group, c_group, alice)
+    link(wide.group, c_group.pk, alice)
     nudge(wide, alice, "later")  # to (3, 4]: A and B no longer overlap: the group splits
     ranges = sorted(AlertGroup.objects.values_list("from_label", "to_label"))
     assert ranges == [("1", "2"), ("2", "3"), ("3", "4"), ("4", "5")]
