@@ -33,6 +33,12 @@ def _next(request: HttpRequest, default: str) -> str:
     return target if target.startswith("/") and not target.startswith("//") else default
 
 
+def _numbers(values: list[str]) -> list[int]:
+    """The ids among ``values``: ASCII digits only ("²" is a digit to ``str.isdigit`` and
+    not to ``int``: it was a 500), at most 18 (a 64-bit id)."""
+    return [int(v) for v in values if v.isascii() and v.isdigit() and len(v) <= 18]
+
+
 def alert_list(request: HttpRequest) -> HttpResponse:
     """Groups of the alerts matching the filters, newest untriaged first; ``?format=csv``
     or ``json`` exports the matching alerts themselves."""
@@ -84,8 +90,7 @@ def _group_page(request: HttpRequest, group: AlertGroup, *, error: str = "",
         "group": group, "alerts": selectors.group_alerts(group),
         "links": selectors.group_links(group), "statuses": Alert.STATUSES,
         "error": error, "posted": posted,
-        "chosen": {int(v) for v in request.POST.getlist("alert") if v.isdigit()} if error
-        else set(),
+        "chosen": set(_numbers(request.POST.getlist("alert"))) if error else set(),
         # Who can be assigned: a list the assignee field offers (it stays free text), read
         # only for the signed-in users who see the form.
         "users": get_user_model().objects.filter(is_active=True).order_by("username")
@@ -99,7 +104,7 @@ def group_triage(request: HttpRequest, group_id: int) -> HttpResponse:
     """Bulk triage: the selected alerts of the group (``alert`` values) get the status,
     bug link, assignee and note given (a blank field leaves the alerts' value as is)."""
     group = get_object_or_404(AlertGroup, pk=group_id)
-    ids = [int(v) for v in request.POST.getlist("alert") if v.isdigit()]
+    ids = _numbers(request.POST.getlist("alert"))
     chosen = list(group.alerts.filter(pk__in=ids).select_related("group"))
     back = _next(request, group.get_absolute_url())
     try:
@@ -150,7 +155,7 @@ def nudge(request: HttpRequest, alert_id: int) -> HttpResponse:
 
 def _group_number(value: str) -> int:
     value = value.strip().removeprefix("#")
-    if not value.isdigit() or len(value) > 12:
+    if not _numbers([value]):
         raise UserError("upstream group: give its number (as in #12 or 12)", code="upstream")
     return int(value)
 

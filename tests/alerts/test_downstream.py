@@ -119,6 +119,7 @@ def test_the_group_pages_link_list_and_refuse(series) -> None:
     assert "Not linked: group #" in refused.content.decode()
     assert "the link would make a cycle" in refused.content.decode()
     for bad, message in (("twelve", "upstream group: give its number"),
+                         ("²", "upstream group: give its number"),
                          ("9" * 40, "upstream group: give its number"),
                          ("999999", "upstream group: there is no group #999999")):
         response = page.post(f"/alerts/groups/{up.pk}/upstream/", {"upstream": bad})
@@ -126,6 +127,10 @@ def test_the_group_pages_link_list_and_refuse(series) -> None:
         assert message in response.content.decode()
     assert page.post(f"/alerts/groups/{up.pk}/upstream/",
                      {"upstream": "1\x00"}).status_code == 400
+    # An id that str.isdigit() takes and int() does not: the triage form's message, no 500.
+    odd = page.post(f"/alerts/groups/{up.pk}/triage/", {"alert": "²", "status": "invalid"})
+    assert odd.status_code == 400
+    assert "Not applied: select at least one alert" in odd.content.decode()
     assert page.post(f"/alerts/groups/{down.pk}/upstream/remove/").status_code == 302
     assert AlertGroup.objects.get(pk=down.pk).upstream_id is None
 
