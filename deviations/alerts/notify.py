@@ -148,6 +148,8 @@ def group_body(group: AlertGroup, told: list[Alert], why: str) -> str:
     ]
     for k, a in enumerate(told[:TOP], 1):
         lines.append(f"{k}. {one_line(a.explanation)}")
+        if a.nudged:
+            lines.append(f"   {one_line(selectors.moved_line(a))}")
         lines.append(f"   {alerts.site_url(a.get_absolute_url())}")
     if len(told) > TOP:
         lines.append(f"... and {len(told) - TOP} more on the group page.")
@@ -171,7 +173,9 @@ def _told_before(group: AlertGroup, members: list[Alert], email: str) -> bool:
 def notify_group(group: AlertGroup, now: datetime) -> int:
     """Email (or queue for the digest) a due group to each recipient once; returns emails
     sent. The group is marked notified when it had something due or nothing untriaged."""
-    members = sorted(group.alerts.all(), key=lambda a: -a.size)
+    if group.upstream_id is not None:
+        return 0  # triaged with its upstream group (alerts.downstream): not emailed
+    members = sorted(group.alerts.select_related("nudged_by"), key=lambda a: -a.size)
     ready = due(members, now)
     if not ready:
         if not any(a.status == Alert.NEW for a in members):
@@ -205,6 +209,7 @@ def notify_due_groups(now: datetime | None = None) -> int:
     """Every group not notified yet that is due; returns the emails sent."""
     now = now or timezone.now()
     sent = 0
-    for group in AlertGroup.objects.filter(notified_at__isnull=True).order_by("pk"):
+    for group in AlertGroup.objects.filter(notified_at__isnull=True,
+                                           upstream__isnull=True).order_by("pk"):
         sent += notify_group(group, now)
     return sent

@@ -60,6 +60,8 @@ BODIES = {
                            "target": "series", "format": "slack", "secret": "k"},
     "PUT /api/bug-templates": {"target": "series", "family": "s", "kind": "github",
                                "base_url": "https://github.com/o/r", "labels": "perf"},
+    "POST /api/alerts/{alert_id}/nudge": {"side": "earlier"},
+    "POST /api/alerts/groups/{group_id}/upstream": {"upstream": "{upstream}"},
     # The bisect service's report, with the bisect's own token (the world's "bisect_auth").
     "POST /api/bisects/{bisect_id}": {"status": "done", "culprit_revision": "abc123",
                                       "url": "https://ci.example.org/1", "message": "found"},
@@ -83,6 +85,7 @@ NO_BODY = {
     "POST /api/canaries/{canary_id}/continue",
     "DELETE /api/webhooks/{hook_id}", "POST /api/webhooks/{hook_id}/test",
     "DELETE /api/bug-templates/{template_id}", "POST /api/alerts/{alert_id}/bisect",
+    "DELETE /api/alerts/groups/{group_id}/upstream",
 }
 
 HOSTILE_FIELDS = ["", "a\x00b", "x" * 5_000, "-1", "1e309", "nan", "99999999999999999999",
@@ -122,7 +125,7 @@ def world(db: Any) -> dict[str, Any]:
     series = Series.objects.create(name="s")
     for v in ("1", "2", "3"):
         Release.objects.create(series=series, version=v)
-    record([trace(series, "Paint", "2", "3")])
+    record([trace(series, "Paint", "2", "3"), trace(series, "Layout", "1", "2")])
     probe = Probe.objects.create(name="GC_MS")
     change = HistogramChange.objects.create(
         probe=probe, build_id="2", sort_key="2", previous_build_id="1", distance=0.3,
@@ -130,13 +133,15 @@ def world(db: Any) -> dict[str, Any]:
     )
     store_results("bench", b"release,metric,value,unit\n1.0,ops,5,ops/s\n1.0,ops,6,ops/s\n",
                   "bench.csv", analyse=False)
-    alert = Alert.objects.get()
+    alert = Alert.objects.get(subject="Paint")
+    upstream = Alert.objects.get(subject="Layout").group_id
     hook = Webhook.objects.create(owner=user, url="https://hooks.example.org/y", pattern="*")
     template = BugTemplate.objects.create(family="s", kind="github",
                                           base_url="https://github.com/o/r")
     bisect = Bisect.objects.create(alert=alert, requested_by=user)
     return {"token": ApiToken.issue(user, "CI")[1], "name": "s", "version": "2",
-            "alert": alert.pk, "alert_id": alert.pk, "change_id": change.pk,
+            "alert": alert.pk, "alert_id": alert.pk, "group_id": alert.group_id,
+            "upstream": upstream, "change_id": change.pk,
             "canary_id": canaries.create_canary("c", bad="higher", user=user).pk,
             "run_id": 1, "annotation_id": 1, "hook_id": hook.pk, "template_id": template.pk,
             "bisect_id": bisect.pk, "bisect_auth": bisect_token(bisect.pk)}
@@ -148,7 +153,10 @@ def _url(path: str, world: dict[str, Any]) -> str:
 
 
 def _fill(body: Any, world: dict[str, Any]) -> Any:
-    return json.loads(json.dumps(body).replace('"{alert}"', str(world["alert"])))
+    text = json.dumps(body)
+    for name in ("alert", "upstream"):
+        text = text.replace(f'"{{{name}}}"', str(world[name]))
+    return json.loads(text)
 
 
 def test_mutated_json_bodies_never_answer_500(client: Any, world: dict[str, Any]) -> None:
