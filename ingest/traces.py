@@ -27,7 +27,7 @@ on that stack, ``c``, and the instant counts in edge ``(f, c)``. So, recursion i
 The slices at the top of a thread are edges of the thread root (caller -1), whose sum is
 the threads' busy time. Zero-duration slices have no time and make no edge. Computed in
 the same vectorised pass (``_edges``: parents, and the nearest same-name ancestor of the
-few recursive slices, by sorted searches; one ``np.unique`` over the pairs).
+few recursive slices, by sorted searches; one sort of the pairs).
 
 Decisions
 ---------
@@ -868,8 +868,11 @@ def _edges(
     caller[child] = nm[parent]
     edge = np.flatnonzero(caller != nm)
     pair = (caller[edge] + 1) * n_names + nm[edge]
-    uniq, inverse = np.unique(pair, return_inverse=True)
-    edge_us = np.bincount(inverse, weights=contrib[edge], minlength=len(uniq))
+    order = np.argsort(pair)
+    pair = pair[order]
+    heads = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
+    edge_us = np.add.reduceat(contrib[edge[order]], heads)
+    uniq = pair[heads]
     return uniq // n_names - 1, uniq % n_names, edge_us
 
 
