@@ -134,10 +134,11 @@ def _rows(series: Series, a: _Runs, b: _Runs, callers: np.ndarray | None
             return side.edge_us[at] if at is not None else np.zeros(side.runs)
         if caller == RunCalls.ROOT:
             return side.edge_us[side.pairs[:, 0] == caller].sum(axis=0)
-        at = np.searchsorted(side.fids, caller)
-        if at == len(side.fids) or side.fids[at] != caller:
+        row = int(np.searchsorted(side.fids, caller))
+        if row == len(side.fids) or side.fids[row] != caller:
             return np.full(side.runs, np.nan)
-        return (side.total_us if kind == "total" else side.self_us)[at]
+        values: np.ndarray = (side.total_us if kind == "total" else side.self_us)[row]
+        return values
 
     every = np.unique(pairs[:, 0]) if callers is None else np.unique(callers)
     for caller in every.tolist():
@@ -439,9 +440,10 @@ def _tree(compared: CallTreeComparison, rows: list[dict[str, Any]], root: int
 
     add(str(root), "", compared.name(root), size0, head)
     # Breadth-first, the largest frames first, until MAX_NODES.
-    frontier = [(str(root), root, size0, (root,))]
+    frontier: list[tuple[str, int, float, tuple[int, ...]]] = [(str(root), root, size0,
+                                                                 (root,))]
     while frontier:
-        nxt = []
+        nxt: list[tuple[str, int, float, tuple[int, ...]]] = []
         for node, fid, size, path in frontier:
             total = mean(totals[fid]) if fid in totals else 0.0
             for r in sorted(below.get(fid, []), key=mean, reverse=True):

@@ -196,4 +196,5 @@ def test_perfetto_gives_the_json_edges(seed: int) -> None:
 def test_a_trace_without_timed_slices_has_no_edges() -> None:
     result = parse(renderer(X("f", 0, 0), X("g", 5, 0)))
     assert len(result.edge_us) == len(result.caller) == len(result.callee) == 0
-    assert result.caller.dtype == np.int64 and result.edge_us.dtype == np.float64
+    assert result.caller.dtype == np.int64
+    assert result.edge_us.dtype == np.float64

@@ -53,7 +53,8 @@ def test_against_direct_numpy_and_scipy() -> None:
     np.testing.assert_allclose(result.share[1:],
                                (b.mean(1) - a.mean(1))[1:] / (b.mean(1) - a.mean(1))[0])
     assert result.remainder[0] == pytest.approx((med_b - med_a)[0] - (med_b - med_a)[1:].sum())
-    assert np.isnan(result.remainder[1:]).all() and np.isnan(result.share[0])
+    assert np.isnan(result.remainder[1:]).all()
+    assert np.isnan(result.share[0])
     p = np.array([sps.mannwhitneyu(b[i], a[i], method="exact").pvalue for i in range(5)])
     np.testing.assert_allclose(c.p_value, p, rtol=1e-9)
     np.testing.assert_allclose(c.q_value, sps.false_discovery_control(p), rtol=1e-9)
@@ -70,7 +71,8 @@ def test_two_functions_share_one_family() -> None:
                               test="welch")
     p = result.comparison.p_value
     np.testing.assert_allclose(result.comparison.q_value, sps.false_discovery_control(p))
-    assert result.significant[4] and not result.significant[5:].any()
+    assert result.significant[4]
+    assert not result.significant[5:].any()
 
 
 def test_an_absent_total_makes_its_parts_absent() -> None:
@@ -80,7 +82,8 @@ def test_an_absent_total_makes_its_parts_absent() -> None:
     a[0] = np.nan  # the function was not measured in a: its parts' values do not count
     result = attribute_change(a, b, OWNER)
     assert result.comparison.verdict.tolist() == [APPEARED] * 5
-    assert np.isnan(result.share).all() and np.isnan(result.remainder[0])
+    assert np.isnan(result.share).all()
+    assert np.isnan(result.remainder[0])
 
 
 @pytest.mark.parametrize(("owner", "message"), [

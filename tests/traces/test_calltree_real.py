@@ -44,7 +44,8 @@ def test_tracerbench_timerfire_regression_is_attributed() -> None:
     assert a.total["diff_lo"] > 0
     first = a.parts[0]
     assert first["callee"] == "ScheduledAction::execute"
-    assert first["significant"] and first["diff_lo"] > 0
+    assert first["significant"]
+    assert first["diff_lo"] > 0
     assert first["share_of_caller"] > 0.5
     assert {p["kind"] for p in a.parts} == {"self", "edge"}
     assert a.words.startswith("`TimerFire` +16.5 µs (95% interval +5.7 µs to +27.3 µs): "
