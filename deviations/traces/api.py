@@ -439,7 +439,7 @@ def compare_calltree(
     release twice, a metric series, fewer than two runs with a call tree on a side (runs
     ingested before call trees were stored: `manage.py reingest --series NAME`)."""
     series = get_object_or_404(Series, name=name)
-    diff = calltree.release_calltree(series, base, new, function[:1000], test=test)
+    diff = calltree.release_calltree(series, base, new, function, test=test)
     tree = {k: v for k, v in diff.tree.items() if k != "hover"}
     return {
         "series": series.name, "base": base, "new": new, "function": function,

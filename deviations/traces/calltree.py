@@ -43,6 +43,9 @@ MIN_SHARE: Final = 0.002
 """Frames under 0.2% of the root's time are cut: below a pixel on a 500 px wide chart."""
 ROOT_NAME: Final = "(measured threads)"
 SELF_NAME: Final = "(self)"
+#: The longest stored function name: ingest shortens longer ones to their first
+#: MAX_NAME_CHARS characters, "…" and 8 hex digits (ingest.traces).
+MAX_FUNCTION_CHARS: Final = 1_000 + 9
 
 FIELDS = ["caller", "callee", "base_median", "base_lo", "base_hi", "new_median", "new_lo",
           "new_hi", "diff", "diff_lo", "diff_hi", "change_pct", "q_value", "significant",
@@ -377,6 +380,9 @@ def release_calltree(series: Series, base: str, new: str, function: str = "", *,
     if b_rel.pk == n_rel.pk:
         raise CallTreeError(f"base and new are the same release {base!r}: choose two releases")
     root = RunCalls.ROOT
+    if len(function) > MAX_FUNCTION_CHARS:
+        raise CallTreeError(f"function: a name of {len(function):,} characters; no stored "
+                            f"name is longer than {MAX_FUNCTION_CHARS:,}")
     if function:
         found = series.functions.filter(name=function).values_list("id", flat=True).first()
         if found is None:

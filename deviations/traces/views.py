@@ -281,7 +281,7 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
     if result is not None and not series.is_metrics:
         try:
             tree = calltree.release_calltree(series, query.base, query.new,
-                                             request.GET.get("calls", "")[:1000],
+                                             request.GET.get("calls", ""),
                                              test=query.test)
             tree_figure = charts.calltree_icicle(
                 tree.tree, title=f"Call tree, {query.base} → {query.new}")

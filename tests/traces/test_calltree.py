@@ -146,6 +146,13 @@ def test_api_and_cli(client: Client, series: Series) -> None:
     assert client.get(url, {"base": "1.1", "new": "9.9"}).status_code == 404
     assert client.get(url, {"base": "1.1", "new": "1.2", "function": "nope"}).status_code == 404
     assert client.get(url, {"base": "1.1", "new": "1.1"}).status_code == 400
+    long = client.get(url, {"base": "1.1", "new": "1.2", "function": "f" * 5000})
+    assert long.status_code == 400
+    assert "function: a name of 5,000 characters" in long.json()["detail"]
+    assert client.get(url, {"base": "1.1", "new": "1.2", "function": "a\x00b"}).status_code == 400
+    page = client.get(f"/series/{SERIES}/compare/", {"base": "1.1", "new": "1.2",
+                                                       "calls": "f" * 5000})
+    assert b"function: a name of 5,000 characters" in page.content
     out = io.StringIO()
     call_command("compare", "--series", SERIES, "--base", "1.1", "--new", "1.2",
                  "--calls", "RunTask", stdout=out)
