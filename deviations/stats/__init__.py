@@ -51,7 +51,6 @@ _EXPORTS = {
     "compare": "releases",
     "compare_matrix": "releases",
     "compare_two": "twosample",
-    "attribute_change": "attribution",
     "benjamini_hochberg": "multiple",
     "holm": "multiple",
     "bhattacharyya": "histograms",
