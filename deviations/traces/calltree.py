@@ -41,6 +41,9 @@ MAX_NODES: Final = 400
 and slow to draw."""
 MIN_SHARE: Final = 0.002
 """Frames under 0.2% of the root's time are cut: below a pixel on a 500 px wide chart."""
+MAX_TABLE_ROWS: Final = 500
+"""Edges in the compare page's table, the largest |difference| first (the API and the CLI
+give every one): a trace of a million distinct caller–callee pairs would not fit a page."""
 ROOT_NAME: Final = "(measured threads)"
 SELF_NAME: Final = "(self)"
 #: The longest stored function name: ingest shortens longer ones to their first

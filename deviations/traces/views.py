@@ -310,7 +310,8 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
         "calls": request.GET.get("calls", ""),
         "tree_cut": calltree.cut_words(tree.cut) if tree is not None else "",
         "tree_edges": (sorted(tree.edges, key=lambda e: -abs(e["diff"] or 0.0))
-                       if tree is not None else []),
+                       [:calltree.MAX_TABLE_ROWS] if tree is not None else []),
+        "tree_table_max": calltree.MAX_TABLE_ROWS,
         "tree_root_name": calltree.ROOT_NAME,
     }
     return render(request, "deviations/compare.html", context, status=status)

@@ -190,3 +190,13 @@ def test_names_are_escaped_in_the_figure() -> None:
     assert "<img" not in fig
     assert "<b>" not in fig
     assert "<script>" not in fig
+
+
+def test_the_page_table_keeps_the_largest_edges(client: Client, series: Series,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(calltree, "MAX_TABLE_ROWS", 2)
+    body = client.get(f"/series/{SERIES}/compare/", {"base": "1.1", "new": "1.2"}).content
+    assert b'id="calltree-table-cut"' in body
+    table = body.split(b'id="calltree-table"')[1]
+    assert table.count(b"<tr class=") == 2
+    assert b"V8.Execute</a>" in table  # the largest differences: RunTask's and V8.Execute's

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from deviations.traces.models import Function
 from tests.conftest import ARTIFACTS
 from tests.traces.test_calltree import SERIES, make_series
 
@@ -34,3 +35,11 @@ def test_release_pair_opens_the_drawn_call_tree_diff(page: Any, tmp_path: Path) 
     first = page.locator("#calltree-table tbody tr").first.locator("td").nth(1)
     assert first.text_content() in ("V8.Execute", "V8.Compile")
     page.screenshot(path=str(ARTIFACTS / "calltree.png"), full_page=True)
+    # A caller in the table roots the tree at it; its function page says why it rose.
+    page.locator("#calltree-table a", has_text="RunTask").first.click()
+    page.wait_for_url("**calls=RunTask**")
+    assert "`RunTask` +" in page.locator("#calltree-words").text_content()
+    runtask = Function.objects.get(series__name=SERIES, name="RunTask")
+    page.goto(f"/series/{SERIES}/functions/{runtask.pk}/")
+    assert "from `V8.Execute`" in page.locator("#why .why-words").first.text_content()
+    page.screenshot(path=str(ARTIFACTS / "calltree-function.png"), full_page=True)
