@@ -67,7 +67,7 @@ def no_tree_words(series: Series, runs: int) -> str:
     """What a page says about runs stored before their call tree was."""
     return (f"{runs} run{'s' if runs != 1 else ''} ha{'ve' if runs != 1 else 's'} no call "
             "tree (ingested before call trees were stored); `manage.py reingest --series "
-            f"{series.name}` adds it")
+            f"{series.name}` adds it (give it the thread options of the ingest, if any)")
 
 
 @dataclass(frozen=True)
