@@ -200,3 +200,14 @@ def test_the_page_table_keeps_the_largest_edges(client: Client, series: Series,
     table = body.split(b'id="calltree-table"')[1]
     assert table.count(b"<tr class=") == 2
     assert b"V8.Execute</a>" in table  # the largest differences: RunTask's and V8.Execute's
+
+
+def test_a_metric_series_has_no_call_tree(client: Client) -> None:
+    for version in ("1.0", "1.1"):
+        get_release("bench.metrics", version, kind=Series.METRICS)
+    url = "/api/series/bench.metrics/compare/calltree"
+    response = client.get(url, {"base": "1.0", "new": "1.1"})
+    assert response.status_code == 400
+    assert "holds benchmark results: it has no call tree" in response.json()["detail"]
+    series = Series.objects.get(name="bench.metrics")
+    assert calltree.function_flags(series, None, "shifts") == {"flags": [], "note": ""}
