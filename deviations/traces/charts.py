@@ -587,3 +587,70 @@ def ci_narrowing(
         "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
     }
     return {"data": data, "layout": layout}
+
+
+#: The icicle's colour scale, on the relative change (later − earlier) clipped to ±50%:
+#: Okabe–Ito blue (faster) through white to vermillion (slower); grey where there is none.
+CHANGE_LIMIT_PCT: Final = 50.0
+NO_CHANGE_COLOR: Final = "#bbbbbb"
+
+
+def calltree_icicle(tree: dict[str, list[Any]], *, title: str = "") -> Figure:
+    """Two releases' call trees as one icicle (``calltree.CallTreeDiff.tree``).
+
+    Each frame's width is its time (µs, the mean of both releases), its colour its
+    relative change of the median (diverging, clipped at ±:data:`CHANGE_LIMIT_PCT`), its
+    outline thick and its label starred when the change is significant under the
+    comparison's false-discovery control. Names are escaped (``plotly_text``); the hover
+    holds both medians and the difference with its interval.
+    """
+    rows = tree["hover"]
+    size = np.asarray(tree["values"], dtype=np.float64)
+    where = {node: k for k, node in enumerate(tree["ids"])}
+    drawn = np.zeros(len(size))
+    for k, parent in enumerate(tree["parents"]):
+        if parent:
+            drawn[where[parent]] += size[k]
+    own = np.maximum(size - drawn, 0.0)
+    change = [c if c is not None else 0.0 for c in tree["change"]]
+    sig = tree["significant"]
+    labels = [plotly_text(name) + (" ★" if s else "") for name, s in
+              zip(tree["labels"], sig, strict=True)]
+    # customdata[0] is no URL (charts.js opens a clicked point's customdata[0] when it is
+    # one, and a function may be named "/..."): a click zooms into the frame instead.
+    custom = [["", plotly_text(r["callee"] or r["caller"]),
+               *(_json([r[k] if r[k] is not None else np.nan], 1000.0)[0]
+                 for k in ("base_median", "new_median", "diff", "diff_lo", "diff_hi")),
+               f"{r['change_pct']:+.1f}%" if r["change_pct"] is not None else "—",
+               "significant" if r["significant"] else "not significant"]
+              for r in rows]
+    data = [{
+        "type": "icicle",
+        "ids": [plotly_text(i) for i in tree["ids"]],
+        "parents": [plotly_text(p) for p in tree["parents"]],
+        "labels": labels,
+        # "remainder": each frame's own value is its size less its drawn children's, so
+        # rounding can never make children outgrow their parent (Plotly then draws none).
+        "values": _json(own, 1000.0),
+        "branchvalues": "remainder",
+        "sort": False,
+        "tiling": {"orientation": "v"},
+        "marker": {
+            "colors": _json(np.clip(change, -CHANGE_LIMIT_PCT, CHANGE_LIMIT_PCT)),
+            "colorscale": [[0.0, IMPROVEMENT_COLOR], [0.5, "#ffffff"], [1.0, REGRESSION_COLOR]],
+            "cmin": -CHANGE_LIMIT_PCT, "cmax": CHANGE_LIMIT_PCT, "cmid": 0.0,
+            "showscale": True,
+            "colorbar": {"title": {"text": "change %<br>(later − earlier)"}},
+            "line": {"width": [3 if s else 0.5 for s in sig],
+                     "color": ["#000000" if s else "#ffffff" for s in sig]},
+        },
+        "customdata": custom,
+        "hovertemplate": ("%{customdata[1]}<br>median %{customdata[2]:.4~g} → "
+                          "%{customdata[3]:.4~g} ms<br>diff %{customdata[4]:+.4~g} ms "
+                          "[%{customdata[5]:+.4~g}, %{customdata[6]:+.4~g}] "
+                          "(%{customdata[7]}), %{customdata[8]}<extra></extra>"),
+        "maxdepth": 6,
+    }]
+    layout = {"title": {"text": plotly_text(title)}, "height": 620,
+              "margin": {"t": 50, "l": 10, "r": 10, "b": 10}}
+    return {"data": data, "layout": layout}
