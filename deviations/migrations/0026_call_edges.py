@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('deviations', '0023_canary_quantiles'),
+        ('deviations', '0025_alert_triage'),
     ]
 
     operations = [
