@@ -421,7 +421,7 @@ def function_cis(
     digression: npt.ArrayLike, *, unit: Unit = "ms",
     samples: Sequence[Sequence[float]] | None = None, diff: npt.ArrayLike | None = None,
     gap: npt.ArrayLike | None = None, title: str = "", highlight: str | None = None,
-    unit_label: str | None = None,
+    unit_label: str | None = None, sample_urls: Sequence[Sequence[str]] | None = None,
 ) -> Figure:
     """One function's CIs across releases: seed 003, Figures 6–8.
 
@@ -441,8 +441,10 @@ def function_cis(
     blue: improvement) and puts a triangle (up / down) on top of ``b``'s median CI
     whose hover gives the verdict, difference and gap; a black outline marks the
     start of a digression. With ``samples``, the runs appear as a strip left of the
-    median, spread by a deterministic low-discrepancy jitter. ``highlight`` (a release
-    name, e.g. the matrix cell clicked to come here) outlines that release's slot.
+    median, spread by a deterministic low-discrepancy jitter; with ``sample_urls`` (the
+    page of each run, shaped as ``samples``) a run's point opens its page, which holds the
+    file it was measured from. ``highlight`` (a release name, e.g. the matrix cell clicked
+    to come here) outlines that release's slot.
     """
     n_r = len(releases)
     med, mea = _eli("median", median, n_r), _eli("mean", mean, n_r)
@@ -457,17 +459,22 @@ def function_cis(
     if samples is not None:
         if len(samples) != n_r:
             raise ValueError(f"samples must have {n_r} entries, got {len(samples)}")
+        if sample_urls is not None and [len(u) for u in sample_urls] != [len(s) for s in samples]:
+            raise ValueError("sample_urls must have the shape of samples")
         xs: list[float] = []
         ys: list[Any] = []
-        names: list[str] = []
+        custom: list[list[str]] = []
         for r, runs in enumerate(samples):
             k = np.arange(len(runs))
             xs += _round_sig(r + SAMPLES_DX + 0.14 * ((k * 0.6180339887) % 1.0 - 0.5), 5).tolist()
             ys += _json(runs, per)
-            names += [rnames[r]] * len(runs)
+            urls = sample_urls[r] if sample_urls is not None else [""] * len(runs)
+            custom += [[u, rnames[r]] for u in urls]
+        click = "<br>click: the run and its file" if sample_urls is not None else ""
         data.append({"type": "scatter", "mode": "markers", "name": "runs", "x": xs, "y": ys,
-                     "customdata": names, "marker": {"color": MEAN_COLOR, "size": 4},
-                     "hovertemplate": f"%{{customdata}}<br>run: %{{y:.4~g}} {ul}<extra></extra>"})
+                     "customdata": custom, "marker": {"color": MEAN_COLOR, "size": 4},
+                     "hovertemplate": (f"%{{customdata[1]}}<br>run: %{{y:.4~g}} {ul}{click}"
+                                       "<extra></extra>")})
     for name, eli, dx, color, symbol, mode in (
         ("median CI", med, MEDIAN_DX, MEDIAN_COLOR, "circle", "lines+markers"),
         ("mean CI", mea, MEAN_DX, MEAN_COLOR, "circle-open", "markers"),

@@ -194,6 +194,8 @@ def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpRe
         figure = charts.function_cis(
             detail.releases, detail.median, detail.mean, detail.verdict, detail.digression,
             samples=detail.samples, diff=detail.diff, gap=detail.gap, unit=unit,
+            sample_urls=None if detail.sample_runs is None else [
+                [reverse("run", args=[run]) for run in runs] for runs in detail.sample_runs],
             title=f"{function.name}: {what}, {query.rule_label}",
             highlight=highlight or None, unit_label=metric.unit if metric else None,
         )
