@@ -73,6 +73,8 @@ class SeriesOut(Schema):
     default_rule: str
     min_relative_change: float
     min_absolute_change_us: float
+    #: Why the last analysis did not finish (its time limit, memory), or "" (issue 24)
+    analysis_failure: str
 
 
 class SeriesSettingsIn(Schema):
@@ -242,7 +244,7 @@ def list_series(request: HttpRequest) -> list[dict[str, Any]]:
 
 def _series_out(s: Series) -> dict[str, Any]:
     return {"name": s.name, "kind": s.kind, "description": s.description, "releases": s.n,
-            **{k: getattr(s, k) for k in SETTINGS}}
+            "analysis_failure": s.analysis_failure, **{k: getattr(s, k) for k in SETTINGS}}
 
 
 @router.patch(

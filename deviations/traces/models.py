@@ -82,6 +82,13 @@ class Series(models.Model):
         default=MIN_ABSOLUTE_CHANGE_US, validators=[MinValueValidator(0.0)],
         help_text="microseconds; 0 keeps every significant change",
     )
+    #: The analysis task's last attempt (traces.attempts): when it started (cleared when it
+    #: ends), the newest finished run it was asked to cover, and, when it did not finish,
+    #: why and when. The sweeper sends no new attempt for the same runs after a failure.
+    analysis_started = models.DateTimeField(null=True, blank=True, editable=False)
+    analysis_runs_until = models.DateTimeField(null=True, blank=True, editable=False)
+    analysis_failure = models.TextField(blank=True, editable=False)
+    analysis_failed_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["name"]
