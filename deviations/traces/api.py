@@ -323,10 +323,9 @@ def delete_run(request: HttpRequest, run_id: int) -> dict[str, Any]:
     return _deleted(services.delete_run(run))
 
 
-class ComparisonRowOut(Schema):
-    function: str
-    function_id: int
-    verdict: str
+class _MediansOut(Schema):
+    """Two releases' medians with their intervals, and the difference later − earlier."""
+
     base_median: float | None
     base_lo: float | None
     base_hi: float | None
@@ -337,6 +336,12 @@ class ComparisonRowOut(Schema):
     diff_lo: float | None
     diff_hi: float | None
     change_pct: float | None
+
+
+class ComparisonRowOut(_MediansOut):
+    function: str
+    function_id: int
+    verdict: str
     p_value: float | None
     q_value: float | None
 
@@ -380,21 +385,11 @@ def compare_releases(
     }
 
 
-class CallEdgeOut(Schema):
+class CallEdgeOut(_MediansOut):
     caller: str
     caller_id: int
     callee: str
     callee_id: int
-    base_median: float | None
-    base_lo: float | None
-    base_hi: float | None
-    new_median: float | None
-    new_lo: float | None
-    new_hi: float | None
-    diff: float | None
-    diff_lo: float | None
-    diff_hi: float | None
-    change_pct: float | None
     q_value: float | None
     significant: bool
     verdict: str

@@ -111,9 +111,9 @@ def test_every_write_endpoint_is_fuzzed() -> None:
 @pytest.fixture
 def world(db: Any) -> dict[str, Any]:
     """A staff user's token and one of everything the endpoints act on."""
-    from deviations.alerts.models import Alert
     from deviations.alerts.hooks.models import Bisect, BugTemplate, Webhook
     from deviations.alerts.hooks.services import bisect_token
+    from deviations.alerts.models import Alert
     from deviations.alerts.recording import record
     from deviations.experiments.canaries import services as canaries
     from deviations.histograms.models import HistogramChange, Probe

@@ -469,7 +469,7 @@ def test_an_older_snapshot_never_overwrites_a_newer_one(monkeypatch: pytest.Monk
         data.add_runs(number, 3)
     analysis.analyse_series(data.series.pk)
     data.add_runs(5, 3)
-    stamps = iter([timezone.now() - timedelta(hours=1)])
+    stamps = itertools.repeat(timezone.now() - timedelta(hours=1))  # every "now", an hour ago
     monkeypatch.setattr(analysis.timezone, "now", lambda: next(stamps))
     assert analysis.analyse_series(data.series.pk) == "a newer analysis is stored"
     monkeypatch.undo()

@@ -343,7 +343,14 @@ def test_function_cis_samples_strip(one_function: dict[str, Any]) -> None:
     slot = np.repeat(np.arange(6), [5, 10, 5, 20, 5, 2])
     assert np.all(np.abs(x - slot - charts.SAMPLES_DX) <= 0.07 + 1e-9)
     assert len(set(x[slot == 3])) == 20  # spread, not stacked
-    assert runs["customdata"][5] == one_function["releases"][1]
+    assert runs["customdata"][5] == ["", one_function["releases"][1]]  # no run pages given
+    assert "click" not in runs["hovertemplate"]
+    urls = [[f"/runs/{r}-{k}/" for k in range(len(s))] for r, s in enumerate(samples)]
+    linked = trace(charts.function_cis(**one_function, samples=samples, sample_urls=urls), "runs")
+    assert linked["customdata"][5] == ["/runs/1-0/", one_function["releases"][1]]
+    assert "click: the run and its file" in linked["hovertemplate"]
+    with pytest.raises(ValueError, match="sample_urls must have the shape of samples"):
+        charts.function_cis(**one_function, samples=samples, sample_urls=urls[:-1])
     with pytest.raises(ValueError, match="samples must have 6"):
         charts.function_cis(**one_function, samples=samples[:-1])
     dumps(fig)
