@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -13,6 +14,7 @@ from django.urls import reverse
 from deviations.alerts.models import Alert, AlertGroup, Ignore, Subscription
 from deviations.alerts.services import normalise_email
 from deviations.core.packing import name_digest
+from deviations.traces.models import Release, Series
 
 
 def user_subscriptions(user: Any) -> QuerySet[Subscription]:
@@ -73,6 +75,100 @@ def subject_url(a: Alert) -> str | None:
         return reverse("histograms:probe", args=[a.probe_id]) + (
             f"?build={quote(a.to_label)}" if a.change_id else "")
     return None
+
+
+# --- Culprit ranges: the commits between the last good and the first bad release ---------
+
+
+@dataclass(frozen=True)
+class CulpritRange:
+    """Where a change happened: after ``last_good`` and by ``first_bad`` (versions), with
+    their revisions when the releases carry them, the series' log URL of the commits in
+    between (``Series.log_url_template``, revisions URL-quoted) and a one-line ``text``:
+    ``r1234..r1240`` from revisions, ``54.0.2837.0..54.0.2840.0`` from versions when a
+    revision is missing. For a histogram or canary alert ``series`` is its family and
+    there are no revisions."""
+
+    series: str
+    last_good: str
+    first_bad: str
+    last_good_revision: str | None
+    first_bad_revision: str | None
+    log_url: str | None
+    text: str
+
+    @property
+    def has_revisions(self) -> bool:
+        return self.last_good_revision is not None and self.first_bad_revision is not None
+
+
+def log_url(template: str, from_revision: str, to_revision: str) -> str:
+    """``template`` with ``{from}`` and ``{to}`` replaced by the revisions, URL-quoted (a
+    quoted value holds no brace, so one substitution cannot feed the other)."""
+    return (template.replace("{from}", quote(from_revision, safe=""))
+            .replace("{to}", quote(to_revision, safe="")))
+
+
+def make_range(series: str, last_good: str, first_bad: str, last_good_revision: str | None,
+               first_bad_revision: str | None, template: str = "") -> CulpritRange:
+    """The range between two releases, named by revisions when both have one."""
+    both = bool(last_good_revision) and bool(first_bad_revision)
+    url = None
+    if both and template:
+        url = log_url(template, last_good_revision or "", first_bad_revision or "")
+    text = (f"{last_good_revision}..{first_bad_revision}" if both
+            else f"{last_good}..{first_bad}")
+    return CulpritRange(series, last_good, first_bad, last_good_revision or None,
+                        first_bad_revision or None, url, text)
+
+
+def series_ranges(series: Series, pairs: Iterable[tuple[str, str]]
+                  ) -> dict[tuple[str, str], CulpritRange]:
+    """The culprit range of each (last good, first bad) pair of versions of a series, the
+    revisions read in one query (a version no longer there has none)."""
+    pairs = list(dict.fromkeys(pairs))
+    wanted = {v for pair in pairs for v in pair}
+    revisions = dict(Release.objects.filter(series=series, version__in=wanted)
+                     .exclude(revision="").values_list("version", "revision"))
+    return {(a, b): make_range(series.name, a, b, revisions.get(a), revisions.get(b),
+                               series.log_url_template) for a, b in pairs}
+
+
+def culprit_ranges(alerts: Iterable[Alert]) -> dict[int, CulpritRange]:
+    """The culprit range of each alert by id: for a trace alert (a function's change at
+    the boundary between two consecutive analysed releases) the last good release is the
+    one before the boundary, the first bad the one after; one query per series."""
+    alerts = list(alerts)
+    by_series: dict[int, list[Alert]] = {}
+    out: dict[int, CulpritRange] = {}
+    for a in alerts:
+        if a.detector == Alert.TRACE and a.series_id is not None:
+            by_series.setdefault(a.series_id, []).append(a)
+        else:
+            out[a.pk] = make_range(a.group.family, a.from_label, a.to_label, None, None)
+    for series in Series.objects.filter(pk__in=list(by_series)):
+        ranges = series_ranges(series, [(a.from_label, a.to_label)
+                                        for a in by_series[series.pk]])
+        for a in by_series[series.pk]:
+            out[a.pk] = ranges[(a.from_label, a.to_label)]
+    return out
+
+
+def culprit_range(alert: Alert) -> CulpritRange:
+    """The range of commits that holds the alert's cause: between its last good and first
+    bad release (``CulpritRange``)."""
+    return culprit_ranges([alert])[alert.pk]
+
+
+def group_range(group: AlertGroup) -> CulpritRange:
+    """The range of a whole group: from the release before its first boundary to the last
+    release of its last one (the union of its alerts' ranges)."""
+    if group.detector == Alert.TRACE:
+        series = Series.objects.filter(name=group.family).first()
+        if series is not None:
+            return series_ranges(series, [(group.from_label, group.to_label)])[
+                (group.from_label, group.to_label)]
+    return make_range(group.family, group.from_label, group.to_label, None, None)
 
 
 # --- Lists ------------------------------------------------------------------------------
