@@ -160,15 +160,35 @@ def culprit_range(alert: Alert) -> CulpritRange:
     return culprit_ranges([alert])[alert.pk]
 
 
+def group_ranges(groups: Iterable[AlertGroup]) -> dict[int, CulpritRange]:
+    """The range of each group by id: from the release before its first boundary to the
+    last release of its last one (the union of its alerts' ranges); one query per series."""
+    groups = list(groups)
+    traced = {g.family for g in groups if g.detector == Alert.TRACE}
+    series = {s.name: s for s in Series.objects.filter(name__in=traced)}
+    out = {}
+    for name, one in series.items():
+        mine = [g for g in groups if g.detector == Alert.TRACE and g.family == name]
+        ranges = series_ranges(one, [(g.from_label, g.to_label) for g in mine])
+        out.update({g.pk: ranges[(g.from_label, g.to_label)] for g in mine})
+    for g in groups:
+        if g.pk not in out:
+            out[g.pk] = make_range(g.family, g.from_label, g.to_label, None, None)
+    return out
+
+
 def group_range(group: AlertGroup) -> CulpritRange:
-    """The range of a whole group: from the release before its first boundary to the last
-    release of its last one (the union of its alerts' ranges)."""
-    if group.detector == Alert.TRACE:
-        series = Series.objects.filter(name=group.family).first()
-        if series is not None:
-            return series_ranges(series, [(group.from_label, group.to_label)])[
-                (group.from_label, group.to_label)]
-    return make_range(group.family, group.from_label, group.to_label, None, None)
+    """The range of a whole group (``group_ranges``)."""
+    return group_ranges([group])[group.pk]
+
+
+def with_ranges(alerts: Iterable[Alert]) -> list[Alert]:
+    """The alerts, each with its ``culprit`` range (``CulpritRange``) for templates."""
+    alerts = list(alerts)
+    ranges = culprit_ranges(alerts)
+    for a in alerts:
+        a.culprit = ranges[a.pk]  # type: ignore[attr-defined]
+    return alerts
 
 
 # --- Lists ------------------------------------------------------------------------------
@@ -250,6 +270,7 @@ class GroupRow:
     improvements: int
     changes: int
     latest: Any
+    range: CulpritRange | None = None  # the group's culprit range
 
     @property
     def top(self) -> Alert:
@@ -270,6 +291,7 @@ def group_rows(alerts: QuerySet[Alert], limit: int = 50, offset: int = 0) -> lis
     for a in alerts.filter(group_id__in=list(by_group)):
         by_group[a.group_id].append(a)
     rows = []
+    ranges = group_ranges(groups)
     for g in groups:
         members = sorted(by_group[g.pk], key=lambda a: (-a.size, a.pk))
         rows.append(GroupRow(
@@ -278,6 +300,7 @@ def group_rows(alerts: QuerySet[Alert], limit: int = 50, offset: int = 0) -> lis
             sum(a.direction == Alert.IMPROVEMENT for a in members),
             sum(a.direction == Alert.CHANGE for a in members),
             g.latest,  # type: ignore[attr-defined]
+            ranges[g.pk],
         ))
     return rows
 
@@ -289,11 +312,12 @@ def untriaged_groups(limit: int = 20) -> list[GroupRow]:
 
 def group_alerts(group: AlertGroup) -> list[Alert]:
     """A group's alerts, largest effect first (the group page)."""
-    found = group.alerts.select_related("assignee", "status_by", "function")
-    return sorted(found, key=lambda a: (-a.size, a.pk))
+    found = group.alerts.select_related("assignee", "status_by", "function", "group")
+    return with_ranges(sorted(found, key=lambda a: (-a.size, a.pk)))
 
 
 def export_rows(alerts: QuerySet[Alert]) -> list[dict[str, Any]]:
+    alerts = with_ranges(alerts)  # type: ignore[assignment]
     return [
         {
             "id": a.pk, "group": a.group_id, "detector": a.detector, "family": a.group.family,
@@ -308,6 +332,7 @@ def export_rows(alerts: QuerySet[Alert]) -> list[dict[str, Any]]:
             "status": a.status, "assignee": a.assignee.get_username() if a.assignee else None,
             "bug_url": a.bug_url, "created": a.created.isoformat(),
             "explanation": a.explanation, "url": a.get_absolute_url(),
+            **range_columns(a.culprit),  # type: ignore[attr-defined]
         }
         for a in alerts
     ]
@@ -318,7 +343,16 @@ EXPORT_FIELDS = ["id", "group", "detector", "family", "subject", "metric", "rule
                  "effect_hi", "effect_pct", "effect_pct_lo", "effect_pct_hi", "p_value",
                  "distance", "threshold", "method", "level", "n_before", "n_after",
                  "provisional", "status", "assignee", "bug_url", "created", "explanation",
-                 "url"]
+                 "url", "last_good", "first_bad", "last_good_revision", "first_bad_revision",
+                 "culprit_range", "log_url"]
+
+
+def range_columns(r: CulpritRange) -> dict[str, str | None]:
+    """A culprit range as export columns (alerts, the analysis' deviations)."""
+    return {"last_good": r.last_good, "first_bad": r.first_bad,
+            "last_good_revision": r.last_good_revision,
+            "first_bad_revision": r.first_bad_revision, "culprit_range": r.text,
+            "log_url": r.log_url}
 
 
 # --- What a function or probe page shows -------------------------------------------------
@@ -326,7 +360,7 @@ EXPORT_FIELDS = ["id", "group", "detector", "family", "subject", "metric", "rule
 
 def function_alerts(series_name: str, function_id: int) -> list[Alert]:
     """The alerts of one function, newest boundary first (its page explains them)."""
-    return list(
+    return with_ranges(
         Alert.objects.filter(detector=Alert.TRACE, group__family=series_name,
                              function_id=function_id)
         .select_related("group").order_by("-to_key", "metric", "rule")

@@ -79,7 +79,7 @@ def _group_page(request: HttpRequest, group: AlertGroup, *, error: str = "",
     return render(request, "alerts/group.html", {
         "group": group, "alerts": selectors.group_alerts(group),
         "links": selectors.group_links(group), "statuses": Alert.STATUSES,
-        "error": error, "posted": posted,
+        "range": selectors.group_range(group), "error": error, "posted": posted,
         "chosen": {int(v) for v in request.POST.getlist("alert") if v.isdigit()} if error
         else set(),
         # Who can be assigned: a list the assignee field offers (it stays free text), read
@@ -121,6 +121,7 @@ def alert_detail(request: HttpRequest, alert_id: int) -> HttpResponse:
         "alert": alert, "notes": alert.notes.select_related("author"),
         "links": selectors.group_links(alert.group), "statuses": Alert.STATUSES,
         "subject_url": selectors.subject_url(alert),
+        "range": selectors.culprit_range(alert),
     })
 
 
