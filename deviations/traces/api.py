@@ -17,7 +17,7 @@ from deviations.core.errors import UserError
 from deviations.core.models import Ownership
 from deviations.core.uploads import check_upload_size
 from deviations.traces import annotations as notes
-from deviations.traces import compare, selectors, services
+from deviations.traces import compare, gate, selectors, services
 from deviations.traces.models import Release, ReleaseAnnotation, Run, Series
 from deviations.traces.uploads.results import read_upload, set_metric, store_results
 from deviations.traces.uploads.runs import ThreadOptions
@@ -472,3 +472,41 @@ def delete_annotation(request: HttpRequest, name: str, annotation_id: int) -> di
     out = notes.annotation_out(note)
     notes.delete_annotation(request.auth, note)
     return out
+
+
+class GateOut(Schema):
+    """The CI gate's verdict (``traces.gate``): ``verdict`` pass, fail or not_ready with
+    ``exit_code`` 0, 1 or 3 as `manage.py check_release` exits; the flags at the boundary
+    from ``previous`` to the release, ``blocking`` those that fail it; ``markdown`` the
+    summary for a pull request."""
+
+    series: str
+    release: str
+    previous: str | None
+    verdict: str
+    exit_code: int
+    reason: str
+    rule: str
+    include_provisional: bool
+    release_url: str
+    range: dict[str, Any] | None
+    regressions: list[dict[str, Any]]
+    improvements: list[dict[str, Any]]
+    blocking: list[dict[str, Any]]
+    markdown: str
+
+
+@router.get(
+    "/series/{name}/releases/{version}/check",
+    response={200: GateOut, 404: ErrorOut},
+    summary="The CI gate: may this release ship (no untriaged regression)?",
+)
+def check_release(request: HttpRequest, name: str, version: str,
+                  include_provisional: bool = False) -> dict[str, Any]:
+    """The verdict of `manage.py check_release` as JSON, for CI without shell access:
+    `verdict` is `pass` (no untriaged regression from the previous release), `fail`
+    (`blocking` lists them) or `not_ready` (a run of the release still being ingested, or
+    the analysis not up to date: ask again later); always 200 for a known release, so
+    gate on the body, e.g. `jq -e '.verdict == "pass"'`. 404: unknown series or release."""
+    return gate.check_release(name, version,
+                              include_provisional=include_provisional).as_dict()
