@@ -140,6 +140,7 @@ def _series_context(request: HttpRequest, series: Series, query: MatrixQuery,
             release_urls=release_urls, provisional=a["provisional"], relative=a["relative"],
             p_value=a["p_value"], n_before=a["n_before"], n_after=a["n_after"],
             early=a["early"],
+            pair_ranges=[r.text for r in selectors.pair_ranges(series, view.releases)],
         )
         notes.add_marks(figure, series, {v: plotly_text(v) for v in view.releases[1:]},
                         annotations)

@@ -301,6 +301,8 @@ def test_pages_name_and_link_the_range(client: Client, regression: Alert) -> Non
                 regression.get_absolute_url(), "/series/s/releases/1.2/",
                 f"/series/s/functions/{regression.function_id}/"):
         assert LINK in client.get(url).content.decode(), url
+    # The matrix's hover names the range of each flag.
+    assert "commits c11..c12" in client.get("/series/s/?rule=paper").content.decode()
 
 
 def test_exports_carry_the_range(client: Client, regression: Alert) -> None:
