@@ -311,6 +311,9 @@ def test_exports_carry_the_range(client: Client, regression: Alert) -> None:
     assert (row["last_good"], row["first_bad"], row["last_good_revision"],
             row["first_bad_revision"], row["culprit_range"], row["log_url"]) == (
         "1.1", "1.2", "c11", "c12", "c11..c12", "https://github.com/o/r/compare/c11...c12")
+    listed = client.get("/api/alerts/?series=s").json()
+    assert [(a["culprit_range"], a["log_url"]) for a in listed] == [
+        ("c11..c12", "https://github.com/o/r/compare/c11...c12")]
     table = list(csv.DictReader(io.StringIO(
         client.get("/alerts/?format=csv").content.decode())))
     assert table[0]["culprit_range"] == "c11..c12"
