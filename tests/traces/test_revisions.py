@@ -336,3 +336,16 @@ def test_the_alert_email_names_the_range(regression: Alert) -> None:
     group = AlertGroup.objects.get(pk=regression.group_id)
     body = notify.group_body(group, [regression], "a test")
     assert "Commits: c11..c12 https://github.com/o/r/compare/c11...c12" in body
+
+
+def test_a_token_scope_bounds_the_commit_settings(committed) -> None:
+    alice = user("alice")
+    upload(api(alice), "1.0", committed)
+    scoped = Client(headers={
+        "Authorization": f"Bearer {ApiToken.issue(alice, 's', scope='team-b-*')[1]}"})
+    for url, body in (("/api/series/s", {"log_url_template": GITHUB}),
+                      ("/api/series/s/releases/1.0", {"revision": "abc"})):
+        refused = scoped.patch(url, body, content_type="application/json")
+        assert refused.status_code == 403
+        assert "matching 'team-b-*'" in refused.json()["detail"]
+    assert Release.objects.get(version="1.0").revision == ""
