@@ -3,6 +3,7 @@
 from django.contrib import admin
 
 from deviations.alerts import admin as alerts_admin
+from deviations.alerts.hooks import admin as hooks_admin
 from deviations.core import admin as core_admin
 from deviations.core.login import throttled
 from deviations.experiments.ab import admin as ab_admin
@@ -14,4 +15,4 @@ from deviations.traces import admin as traces_admin
 admin.site.login = throttled(admin.site.login)  # type: ignore[method-assign]
 
 __all__ = ["ab_admin", "alerts_admin", "canaries_admin", "core_admin", "histograms_admin",
-           "traces_admin"]
+           "hooks_admin", "traces_admin"]

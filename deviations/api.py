@@ -16,6 +16,7 @@ from ninja.openapi.docs import _csrf_needed
 
 from deviations.alerts.api import alerts_router
 from deviations.alerts.api import router as subscriptions_router
+from deviations.alerts.hooks.api import router as hooks_router
 from deviations.core.errors import UserError
 from deviations.experiments.ab.api import router as ab_router
 from deviations.experiments.canaries.api import router as canaries_router
@@ -56,5 +57,6 @@ api.add_router("", traces_router)
 api.add_router("/histograms", histograms_router)
 api.add_router("/histograms", subscriptions_router)
 api.add_router("/alerts", alerts_router)
+api.add_router("", hooks_router)
 api.add_router("/ab", ab_router)
 api.add_router("/canaries", canaries_router)

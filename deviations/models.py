@@ -5,7 +5,8 @@
 - Telemetry histograms, ``deviations.histograms.models``: HistogramRuleDefaults, Probe,
   HistogramSnapshot, HistogramChange, BuildAnnotation;
 - alerts, ``deviations.alerts.models``: Subscription, SentAlert, AlertGroup, Alert,
-  AlertNote, Ignore;
+  AlertNote, Ignore; their hooks, ``deviations.alerts.hooks.models``: Webhook,
+  WebhookDelivery, DeliveryAttempt, BugTemplate, Bisect;
 - API tokens, ``deviations.core.models``: ApiToken;
 - paired A/B runs, ``deviations.experiments.ab.models``: ABHost, ABRun, AAFloorRecord;
 - canaries, ``deviations.experiments.canaries.models``: Canary, CanaryBatch, CanaryState,
@@ -15,6 +16,13 @@ Everything stays in the one app label ``deviations`` (its migrations are shared)
 model from its feature's module; this module only makes sure Django sees them all.
 """
 
+from deviations.alerts.hooks.models import (
+    Bisect,
+    BugTemplate,
+    DeliveryAttempt,
+    Webhook,
+    WebhookDelivery,
+)
 from deviations.alerts.models import (
     Alert,
     AlertGroup,
@@ -60,12 +68,15 @@ __all__ = [
     "AlertNote",
     "AnalysisBlock",
     "ApiToken",
+    "Bisect",
+    "BugTemplate",
     "BuildAnnotation",
     "Canary",
     "CanaryBatch",
     "CanaryCheckpoint",
     "CanaryPoint",
     "CanaryState",
+    "DeliveryAttempt",
     "Function",
     "HistogramChange",
     "HistogramRuleDefaults",
@@ -81,4 +92,6 @@ __all__ = [
     "Series",
     "SeriesAnalysis",
     "Subscription",
+    "Webhook",
+    "WebhookDelivery",
 ]

@@ -303,6 +303,8 @@ CELERY_BEAT_SCHEDULE = {
     "notify-alert-groups": {"task": "deviations.notify_alert_groups", "schedule": 15 * 60},
     "send-alert-digests": {"task": "deviations.send_alert_digests", "schedule": 24 * 60 * 60},
     "update-stale-canaries": {"task": "deviations.update_stale_canaries", "schedule": 60},
+    # Webhook deliveries whose next attempt is due (deviations.alerts.hooks.tasks).
+    "deliver-due-webhooks": {"task": "deviations.deliver_due_webhooks", "schedule": 60},
     # Trace files past DEVIATIONS_KEEP_TRACE_DAYS, and files no run refers to.
     "expire-trace-files": {"task": "deviations.expire_trace_files", "schedule": 60 * 60},
 }
@@ -316,6 +318,18 @@ DEVIATIONS_SITE_URL = env.str("DEVIATIONS_SITE_URL", default="http://127.0.0.1:8
 # alerts are emailed at once (deviations.alerts.notify).
 DEVIATIONS_ALERT_CONFIRM_SECONDS = env.int("DEVIATIONS_ALERT_CONFIRM_SECONDS",
                                            default=24 * 3600)
+
+# --- Outgoing webhooks (deviations.alerts.hooks; docs/deploy.md, "Outbound HTTP") ----------
+# Attempts of one delivery (connection errors, timeouts, 5xx, 408/425/429 are retried; other
+# 4xx are not), the first retry BACKOFF seconds later, each next one twice as late
+# (30 s, 1, 2, 4, 8 min by default), each attempt's timeout.
+DEVIATIONS_WEBHOOK_ATTEMPTS = env.int("DEVIATIONS_WEBHOOK_ATTEMPTS", default=6)
+DEVIATIONS_WEBHOOK_BACKOFF_SECONDS = env.float("DEVIATIONS_WEBHOOK_BACKOFF_SECONDS", default=30)
+DEVIATIONS_WEBHOOK_TIMEOUT_SECONDS = env.float("DEVIATIONS_WEBHOOK_TIMEOUT_SECONDS", default=10)
+# Webhooks to private, loopback and link-local addresses: off, so that a user who adds a
+# webhook cannot make the workers reach the internal network (SSRF); a site whose chat or
+# bisect service runs inside its own network turns it on.
+DEVIATIONS_WEBHOOK_ALLOW_PRIVATE = env.bool("DEVIATIONS_WEBHOOK_ALLOW_PRIVATE", default=False)
 
 LOGGING = {
     "version": 1,

@@ -13,6 +13,7 @@ urlpatterns = [
     path("histograms/", include("deviations.histograms.urls")),
     path("ab/", include("deviations.experiments.ab.urls")),
     path("alerts/", include("deviations.alerts.urls")),
+    path("hooks/", include("deviations.alerts.hooks.urls")),
     path("canaries/", include("deviations.experiments.canaries.urls")),
     path("api/", api.urls),
     path("tokens/", core_views.tokens, name="tokens"),

@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404
 from ninja import Query, Router, Schema, Status
 from ninja.errors import HttpError
 
-from deviations.alerts import selectors, services
+from deviations.alerts import downstream, nudging, selectors, services
 from deviations.alerts.models import Alert, AlertGroup, Subscription
 from deviations.core.api import ErrorOut, TokenAuth
 
@@ -51,6 +51,10 @@ class AlertOut(Schema):
     assignee: str | None
     bug_url: str
     created: str
+    detected_from: str | None
+    detected_to: str | None
+    nudged_by: str | None
+    nudged_at: str | None
     explanation: str
     url: str
     #: The culprit range (``selectors.CulpritRange``): the last good and first bad
@@ -123,8 +127,18 @@ class GroupOut(Schema):
     from_label: str
     to_label: str
     notified_at: str | None
+    upstream: int | None
+    downstream: list[int]
     url: str
     alerts: list[AlertOut]
+
+
+class NudgeIn(Schema):
+    side: str
+
+
+class UpstreamIn(Schema):
+    upstream: int
 
 
 def _rows(alerts: Any) -> list[dict[str, Any]]:
@@ -145,13 +159,54 @@ def list_alerts(request: HttpRequest, filters: Query[FiltersIn]) -> list[dict[st
 @alerts_router.get("/groups/{group_id}", response=GroupOut,
                    summary="An alert group and its alerts, largest effect first")
 def group(request: HttpRequest, group_id: int) -> dict[str, Any]:
-    g = get_object_or_404(AlertGroup, pk=group_id)
+    return _group(get_object_or_404(AlertGroup, pk=group_id))
+
+
+def _group(g: AlertGroup) -> dict[str, Any]:
     return {
         "id": g.pk, "detector": g.detector, "family": g.family,
         "from_label": g.from_label, "to_label": g.to_label,
         "notified_at": g.notified_at.isoformat() if g.notified_at else None,
+        "upstream": g.upstream_id,
+        "downstream": [d.pk for d in selectors.downstream_groups(g)],
         "url": g.get_absolute_url(), "alerts": _rows(selectors.group_alerts(g)),
     }
+
+
+@alerts_router.post(
+    "/{alert_id}/nudge", auth=TokenAuth(),
+    response={200: AlertOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut},
+    summary="Move an alert to its earlier or later neighbouring boundary",
+)
+def nudge(request: HttpRequest, alert_id: int, body: NudgeIn) -> Status[dict[str, Any]]:
+    """``side``: ``earlier`` (R_i-1 → R_i) or ``later`` (R_i+1 → R_i+2), releases of the
+    series with data (builds of the probe); the alert keeps its key and numbers, a
+    re-analysis leaves it there. Needs write access to its series or probe, or to be its
+    assignee."""
+    moved = nudging.nudge(get_object_or_404(Alert, pk=alert_id), request.auth, body.side)
+    return Status(200, _rows(Alert.objects.filter(pk=moved.pk).select_related("group"))[0])
+
+
+@alerts_router.post(
+    "/groups/{group_id}/upstream", auth=TokenAuth(),
+    response={200: GroupOut, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut},
+    summary="Mark a group as downstream of another (triaged with it, not emailed)",
+)
+def link_upstream(request: HttpRequest, group_id: int,
+                  body: UpstreamIn) -> Status[dict[str, Any]]:
+    """Replaces a former link; a link that would make a cycle is a 400."""
+    g = get_object_or_404(AlertGroup, pk=group_id)
+    return Status(200, _group(downstream.link(g, body.upstream, request.auth)))
+
+
+@alerts_router.delete(
+    "/groups/{group_id}/upstream", auth=TokenAuth(),
+    response={200: GroupOut, 403: ErrorOut, 404: ErrorOut},
+    summary="Remove a group's 'downstream of' link",
+)
+def unlink_upstream(request: HttpRequest, group_id: int) -> Status[dict[str, Any]]:
+    g = get_object_or_404(AlertGroup, pk=group_id)
+    return Status(200, _group(downstream.unlink(g, request.auth)))
 
 
 @alerts_router.post(

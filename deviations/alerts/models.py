@@ -107,6 +107,14 @@ class AlertGroup(models.Model):
     created = models.DateTimeField(auto_now_add=True)
     # When the notifier emailed it (or decided nobody was to be told): set once.
     notified_at = models.DateTimeField(null=True, blank=True)
+    # "Downstream of": the group whose cause this group's alerts share (same or another
+    # family), set by a sheriff (``alerts.downstream``). A downstream group is triaged with
+    # its upstream: it is not untriaged and not emailed while the link stands.
+    upstream = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="downstream")
+    upstream_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    upstream_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created", "-id"]
@@ -197,6 +205,17 @@ class Alert(models.Model):
     assignee = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                  on_delete=models.SET_NULL, related_name="assigned_alerts")
     bug_url = models.URLField(max_length=500, blank=True)
+    # Nudged (``alerts.nudging``): a sheriff moved the alert to a neighbouring boundary.
+    # ``from_*``/``to_*`` above are then where it stands (pages, groups, emails follow
+    # them) and these keep where the detector put it (its key, numbers and explanation
+    # are the detector's, so a re-analysis reporting the same verdict leaves it moved).
+    detected_from_label = models.CharField(max_length=200, blank=True)
+    detected_to_label = models.CharField(max_length=200, blank=True)
+    detected_from_key = models.CharField(max_length=400, blank=True)
+    detected_to_key = models.CharField(max_length=400, blank=True)
+    nudged_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                  on_delete=models.SET_NULL, related_name="+")
+    nudged_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created", "-id"]
@@ -210,6 +229,10 @@ class Alert(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("alerts:alert", args=[self.pk])
+
+    @property
+    def nudged(self) -> bool:
+        return self.nudged_at is not None
 
     @property
     def size(self) -> float:

@@ -12,7 +12,8 @@ Recipients, per detector: a trace series' subscribers and owners (``Ownership``)
 probe's subscribers (patterns) and owners (``Probe.alert_emails``). An address is told of
 the alerts whose data arrived after it subscribed (or became an owner). Canaries: the
 experiments feature adds its recipients to ``RECIPIENTS``. Claiming (``SentAlert``,
-subject ``group:<id>``), sending and the daily digest are ``deviations.alerts.services``'.
+subject ``group:<id>``), sending and the daily digest are ``deviations.alerts.services``';
+the group's webhooks are claimed and queued by ``deviations.alerts.hooks.services``.
 
 Runs after every analysis and detection (in-process in the embedded default) and every
 15 minutes under beat (``notify-alert-groups``: groups whose delay ran out since).
@@ -30,6 +31,7 @@ from django.utils import timezone
 
 from deviations.alerts import selectors
 from deviations.alerts import services as alerts
+from deviations.alerts.hooks import services as hooks
 from deviations.alerts.models import Alert, AlertGroup, SentAlert, Subscription
 from deviations.core.models import Ownership
 from deviations.core.packing import name_digest
@@ -156,6 +158,8 @@ def group_body(group: AlertGroup, told: list[Alert], why: str) -> str:
         lines.append(f"{k}. {one_line(a.explanation)}")
         if a.detector == Alert.TRACE and len(told) > 1:
             lines.append(f"   {range_line(ranges[a.pk])}")
+        if a.nudged:
+            lines.append(f"   {one_line(selectors.moved_line(a))}")
         lines.append(f"   {alerts.site_url(a.get_absolute_url())}")
     if len(told) > TOP:
         lines.append(f"... and {len(told) - TOP} more on the group page.")
@@ -179,12 +183,15 @@ def _told_before(group: AlertGroup, members: list[Alert], email: str) -> bool:
 def notify_group(group: AlertGroup, now: datetime) -> int:
     """Email (or queue for the digest) a due group to each recipient once; returns emails
     sent. The group is marked notified when it had something due or nothing untriaged."""
-    members = sorted(group.alerts.all(), key=lambda a: -a.size)
+    if group.upstream_id is not None:
+        return 0  # triaged with its upstream group (alerts.downstream): not emailed
+    members = sorted(group.alerts.select_related("nudged_by"), key=lambda a: -a.size)
     ready = due(members, now)
     if not ready:
         if not any(a.status == Alert.NEW for a in members):
             AlertGroup.objects.filter(pk=group.pk).update(notified_at=now)
         return 0
+    hooks.deliver_group(group, ready, now)  # webhooks: once per group and hook, as email
     sent = 0
     finder = RECIPIENTS.get(group.detector)
     for r in finder(group) if finder else []:
@@ -212,6 +219,7 @@ def notify_due_groups(now: datetime | None = None) -> int:
     """Every group not notified yet that is due; returns the emails sent."""
     now = now or timezone.now()
     sent = 0
-    for group in AlertGroup.objects.filter(notified_at__isnull=True).order_by("pk"):
+    for group in AlertGroup.objects.filter(notified_at__isnull=True,
+                                           upstream__isnull=True).order_by("pk"):
         sent += notify_group(group, now)
     return sent

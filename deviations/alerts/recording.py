@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+from typing import Protocol
 
 from django.db import transaction
 from django.utils import timezone
@@ -104,7 +105,42 @@ def _overlaps(a_from: str, a_to: str, b_from: str, b_to: str) -> bool:
     return a_from < b_to and b_from < a_to
 
 
-def _place(groups: list[AlertGroup], data: AlertData) -> AlertGroup:
+class Span(Protocol):
+    """What places an alert in a group: its detector, family and range."""
+
+    @property
+    def detector(self) -> str: ...
+    @property
+    def family(self) -> str: ...
+    @property
+    def from_label(self) -> str: ...
+    @property
+    def to_label(self) -> str: ...
+    @property
+    def from_key(self) -> str: ...
+    @property
+    def to_key(self) -> str: ...
+
+
+def _merge_links(gone: AlertGroup, into: AlertGroup) -> None:
+    """``gone`` is merged into ``into``: its "downstream of" links follow it; a link
+    between the two, or one that would now close a cycle, is dropped."""
+    AlertGroup.objects.filter(upstream=gone).exclude(pk=into.pk).update(upstream=into)
+    if into.upstream_id == gone.pk:
+        into.upstream_id, into.upstream_by_id, into.upstream_at = None, None, None
+    if into.upstream_id is None and gone.upstream_id not in (None, into.pk):
+        into.upstream_id, into.upstream_by_id, into.upstream_at = (
+            gone.upstream_id, gone.upstream_by_id, gone.upstream_at)
+    # Walk up from ``into``: a group met twice closes a cycle; cut it at ``into``.
+    seen, at = {into.pk}, into.upstream_id
+    while at is not None and at not in seen:
+        seen.add(at)
+        at = AlertGroup.objects.filter(pk=at).values_list("upstream_id", flat=True).first()
+    if at is not None:
+        into.upstream_id, into.upstream_by_id, into.upstream_at = None, None, None
+
+
+def _place(groups: list[AlertGroup], data: Span) -> AlertGroup:
     """The group of ``data`` among its detector and family's ``groups`` (merged, extended
     or created)."""
     hits = [g for g in groups if _overlaps(data.from_key, data.to_key, g.from_key, g.to_key)]
@@ -119,6 +155,7 @@ def _place(groups: list[AlertGroup], data: AlertData) -> AlertGroup:
     group = hits[0]
     for other in hits[1:]:
         Alert.objects.filter(group=other).update(group=group)
+        _merge_links(other, group)
         group.notified_at = group.notified_at or other.notified_at
         if other.from_key < group.from_key:
             group.from_key, group.from_label = other.from_key, other.from_label
@@ -133,8 +170,23 @@ def _place(groups: list[AlertGroup], data: AlertData) -> AlertGroup:
         group.to_key, group.to_label, changed = data.to_key, data.to_label, True
     if changed:
         group.save(update_fields=["from_key", "from_label", "to_key", "to_label",
-                                  "notified_at"])
+                                  "notified_at", "upstream", "upstream_by", "upstream_at"])
     return group
+
+
+def _nudged_here(fresh: list[AlertData]) -> set[str]:
+    """Keys of ``fresh`` verdicts a nudged alert already stands for: same detector, thing
+    and rule, moved by a sheriff to exactly this range (the detector now agrees with the
+    nudge; one alert, with its triage, not a second one beside it)."""
+    nudged = Alert.objects.filter(
+        nudged_at__isnull=False, detector__in={d.detector for d in fresh},
+        to_key__in={d.to_key for d in fresh},
+    ).values_list("detector", "series_id", "function_id", "probe_id", "canary", "rule",
+                  "from_key", "to_key")
+    spots = set(nudged)
+    return {d.key for d in fresh
+            if (d.detector, d.series_id, d.function_id, d.probe_id, d.canary, d.rule,
+                d.from_key, d.to_key) in spots}
 
 
 @transaction.atomic
@@ -161,6 +213,9 @@ def record(items: Iterable[AlertData], known: dict[str, Alert] | None = None) ->
             changed.append(alert)
     Alert.objects.bulk_update(changed, [*_UPDATED, "updated"], batch_size=500)
     fresh = [d for d in items if d.key not in existing]
+    if fresh:
+        covered = _nudged_here(fresh)
+        fresh = [d for d in fresh if d.key not in covered]
     if not fresh:
         return []
     ignored = _ignored(fresh)
@@ -187,8 +242,9 @@ def record(items: Iterable[AlertData], known: dict[str, Alert] | None = None) ->
 def withdraw(alerts: Iterable[Alert]) -> int:
     """Forget verdicts the detector no longer reports (a provisional flag that flipped
     back, a pair whose new runs removed the deviation): untriaged alerts are deleted, with
-    groups left empty; triaged ones stay (the triage is history). Returns alerts deleted."""
-    candidates = [a for a in alerts if a.status == Alert.NEW]
+    groups left empty; triaged ones stay (the triage is history), and so do nudged ones (a
+    sheriff placed them). Returns alerts deleted."""
+    candidates = [a for a in alerts if a.status == Alert.NEW and a.nudged_at is None]
     noted = set(AlertNote.objects.filter(alert_id__in=[a.pk for a in candidates])
                 .values_list("alert_id", flat=True))
     gone = [a for a in candidates if a.pk not in noted]
@@ -207,6 +263,74 @@ def withdraw(alerts: Iterable[Alert]) -> int:
             from_key=first[0], from_label=first[1], to_key=last[2], to_label=last[3]
         )
     return len(gone)
+
+
+def _refit(group: AlertGroup, without: int) -> bool:
+    """Alert ``without`` leaves ``group``: shrink the group's range to its other alerts'
+    and split it where they no longer overlap (the first part keeps the group; the others
+    become groups of their own, emailed or not and downstream of the same group as it was;
+    groups downstream of it stay with the first part). False, and nothing
+    changed, when no other alert is left."""
+    rest = sorted(group.alerts.exclude(pk=without), key=lambda a: (a.from_key, a.to_key, a.pk))
+    if not rest:
+        return False
+    parts: list[list[Alert]] = []
+    end = ""
+    for a in rest:
+        if parts and a.from_key < end:
+            parts[-1].append(a)
+            end = max(end, a.to_key)
+        else:
+            parts.append([a])
+            end = a.to_key
+    for k, part in enumerate(parts):
+        first, last = part[0], max(part, key=lambda a: a.to_key)
+        span = {"from_key": first.from_key, "from_label": first.from_label,
+                "to_key": last.to_key, "to_label": last.to_label}
+        if k == 0:
+            AlertGroup.objects.filter(pk=group.pk).update(**span)
+            continue
+        split = AlertGroup.objects.create(
+            detector=group.detector, family=group.family, notified_at=group.notified_at,
+            upstream_id=group.upstream_id, upstream_by_id=group.upstream_by_id,
+            upstream_at=group.upstream_at, **span)
+        Alert.objects.filter(pk__in=[a.pk for a in part]).update(group=split)
+    return True
+
+
+@dataclass(frozen=True)
+class _Moved:
+    detector: str
+    family: str
+    from_label: str
+    to_label: str
+    from_key: str
+    to_key: str
+
+
+@transaction.atomic
+def regroup(alert: Alert) -> AlertGroup:
+    """Put ``alert``, whose range changed (a nudge), in the group its new range overlaps
+    among its detector and family's (merging, extending or creating one), and refit the
+    group it left. An alert alone in its group moves with the group (its links and email
+    state). Returns its group."""
+    old = AlertGroup.objects.select_for_update().get(pk=alert.group_id)
+    moved = _Moved(alert.detector, old.family, alert.from_label, alert.to_label,
+                   alert.from_key, alert.to_key)
+    if not _refit(old, alert.pk):
+        AlertGroup.objects.filter(pk=old.pk).update(
+            from_key=moved.from_key, from_label=moved.from_label, to_key=moved.to_key,
+            to_label=moved.to_label)
+    groups = list(AlertGroup.objects.filter(detector=old.detector, family=old.family))
+    known = {g.pk for g in groups}
+    group = _place(groups, moved)
+    if group.pk not in known:
+        # A group of its own for an alert already emailed about: not emailed again.
+        AlertGroup.objects.filter(pk=group.pk).update(notified_at=old.notified_at)
+        group.notified_at = old.notified_at
+    Alert.objects.filter(pk=alert.pk).update(group=group)
+    alert.group = group
+    return group
 
 
 def sync(alerts: Iterable[Alert], items: Iterable[AlertData]) -> tuple[int, int]:

@@ -11,6 +11,7 @@ from urllib.parse import quote, urlencode
 from django.db.models import F, Max, Q, QuerySet
 from django.urls import reverse
 
+from deviations.alerts import nudging
 from deviations.alerts.models import Alert, AlertGroup, Ignore, Subscription
 from deviations.alerts.services import normalise_email
 from deviations.core.packing import name_digest
@@ -49,6 +50,16 @@ def alert_line(a: Alert) -> str:
     else:
         effect = quantity(a.effect, a.unit)
     return f"{what}: {a.direction} {effect} from {a.from_label} to {a.to_label}"
+
+
+def moved_line(a: Alert) -> str:
+    """Where a nudged alert stands and where the detector put it ("" when not moved)."""
+    if not a.nudged:
+        return ""
+    who = a.nudged_by.get_username() if a.nudged_by else "someone"
+    return (f"Range {a.from_label} → {a.to_label}: moved by {who} from "
+            f"{a.detected_from_label} → {a.detected_to_label} (where the detector put it; "
+            "the numbers above are the detector's there).")
 
 
 def group_links(group: AlertGroup) -> list[tuple[str, str]]:
@@ -191,6 +202,30 @@ def with_ranges(alerts: Iterable[Alert]) -> list[Alert]:
     return alerts
 
 
+def nudge_targets(alert: Alert) -> list[nudging.Boundary]:
+    """The boundaries the alert page offers to move the alert to (none for a canary)."""
+    if alert.detector == Alert.CANARY:
+        return []
+    return nudging.neighbours(alert)
+
+
+def upstream_chain(group: AlertGroup) -> list[AlertGroup]:
+    """The groups ``group`` is downstream of, nearest first."""
+    chain: list[AlertGroup] = []
+    seen = {group.pk}
+    at = group.upstream
+    while at is not None and at.pk not in seen:
+        chain.append(at)
+        seen.add(at.pk)
+        at = at.upstream
+    return chain
+
+
+def downstream_groups(group: AlertGroup) -> list[AlertGroup]:
+    """The groups linked as downstream of ``group``."""
+    return list(group.downstream.order_by("pk"))
+
+
 # --- Lists ------------------------------------------------------------------------------
 
 
@@ -238,10 +273,16 @@ class Filters:
         return urlencode({k: v for k, v in values.items() if v})
 
 
+def untriaged(alerts: QuerySet[Alert]) -> QuerySet[Alert]:
+    """The untriaged ones of ``alerts``: new, and not in a group downstream of another
+    (triaged with its upstream: ``alerts.downstream``)."""
+    return alerts.filter(status=Alert.NEW, group__upstream__isnull=True)
+
+
 def filtered_alerts(f: Filters) -> QuerySet[Alert]:
-    alerts = Alert.objects.select_related("group", "assignee", "status_by")
+    alerts = Alert.objects.select_related("group", "assignee", "status_by", "nudged_by")
     if f.status == "untriaged":
-        alerts = alerts.filter(status=Alert.NEW)
+        alerts = untriaged(alerts)
     elif f.status:
         alerts = alerts.filter(status=f.status)
     if f.detector:
@@ -276,15 +317,24 @@ class GroupRow:
     def top(self) -> Alert:
         return self.alerts[0]
 
+    @property
+    def triage_ids(self) -> list[int]:
+        """What a keyboard triage of the row sets (alerts page): its untriaged alerts, or
+        all its listed alerts when none is untriaged."""
+        new = [a.pk for a in self.alerts if a.status == Alert.NEW]
+        return new or [a.pk for a in self.alerts]
+
 
 def group_rows(alerts: QuerySet[Alert], limit: int = 50, offset: int = 0) -> list[GroupRow]:
     """The groups of these alerts, those with untriaged alerts first, then newest first,
     each with its matching alerts (largest effect first)."""
     ranked = (
         AlertGroup.objects.filter(pk__in=alerts.values("group_id")).annotate(
-            latest_new=Max("alerts__created", filter=Q(alerts__status=Alert.NEW)),
+            latest_new=Max("alerts__created",
+                           filter=Q(alerts__status=Alert.NEW, upstream__isnull=True)),
             latest=Max("alerts__created"),
         ).order_by(F("latest_new").desc(nulls_last=True), "-latest", "-pk")
+        .select_related("upstream")
     )
     groups = list(ranked[offset:offset + limit])
     by_group: dict[int, list[Alert]] = {g.pk: [] for g in groups}
@@ -295,7 +345,8 @@ def group_rows(alerts: QuerySet[Alert], limit: int = 50, offset: int = 0) -> lis
     for g in groups:
         members = sorted(by_group[g.pk], key=lambda a: (-a.size, a.pk))
         rows.append(GroupRow(
-            g, members, sum(a.status == Alert.NEW for a in members),
+            g, members,
+            0 if g.upstream_id else sum(a.status == Alert.NEW for a in members),
             sum(a.direction == Alert.REGRESSION for a in members),
             sum(a.direction == Alert.IMPROVEMENT for a in members),
             sum(a.direction == Alert.CHANGE for a in members),
@@ -307,12 +358,13 @@ def group_rows(alerts: QuerySet[Alert], limit: int = 50, offset: int = 0) -> lis
 
 def untriaged_groups(limit: int = 20) -> list[GroupRow]:
     """What the home page shows first: groups with untriaged alerts, newest first."""
-    return group_rows(Alert.objects.filter(status=Alert.NEW), limit=limit)
+    return group_rows(untriaged(Alert.objects.all()), limit=limit)
 
 
 def group_alerts(group: AlertGroup) -> list[Alert]:
     """A group's alerts, largest effect first (the group page)."""
-    found = group.alerts.select_related("assignee", "status_by", "function", "group")
+    found = group.alerts.select_related("assignee", "status_by", "function", "nudged_by",
+                                        "group")
     return with_ranges(sorted(found, key=lambda a: (-a.size, a.pk)))
 
 
@@ -331,6 +383,10 @@ def export_rows(alerts: QuerySet[Alert]) -> list[dict[str, Any]]:
             "n_before": a.n_before, "n_after": a.n_after, "provisional": a.provisional,
             "status": a.status, "assignee": a.assignee.get_username() if a.assignee else None,
             "bug_url": a.bug_url, "created": a.created.isoformat(),
+            "detected_from": a.detected_from_label or None,
+            "detected_to": a.detected_to_label or None,
+            "nudged_by": a.nudged_by.get_username() if a.nudged_by else None,
+            "nudged_at": a.nudged_at.isoformat() if a.nudged_at else None,
             "explanation": a.explanation, "url": a.get_absolute_url(),
             **range_columns(a.culprit),  # type: ignore[attr-defined]
         }
@@ -342,7 +398,8 @@ EXPORT_FIELDS = ["id", "group", "detector", "family", "subject", "metric", "rule
                  "to", "direction", "unit", "before", "after", "effect", "effect_lo",
                  "effect_hi", "effect_pct", "effect_pct_lo", "effect_pct_hi", "p_value",
                  "distance", "threshold", "method", "level", "n_before", "n_after",
-                 "provisional", "status", "assignee", "bug_url", "created", "explanation",
+                 "provisional", "status", "assignee", "bug_url", "created",
+                 "detected_from", "detected_to", "nudged_by", "nudged_at", "explanation",
                  "url", "last_good", "first_bad", "last_good_revision", "first_bad_revision",
                  "culprit_range", "log_url"]
 
@@ -363,7 +420,7 @@ def function_alerts(series_name: str, function_id: int) -> list[Alert]:
     return with_ranges(
         Alert.objects.filter(detector=Alert.TRACE, group__family=series_name,
                              function_id=function_id)
-        .select_related("group").order_by("-to_key", "metric", "rule")
+        .select_related("group", "nudged_by").order_by("-to_key", "metric", "rule")
     )
 
 

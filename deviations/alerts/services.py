@@ -34,7 +34,14 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from deviations.alerts.models import Alert, AlertNote, Ignore, SentAlert, Subscription
+from deviations.alerts.models import (
+    Alert,
+    AlertGroup,
+    AlertNote,
+    Ignore,
+    SentAlert,
+    Subscription,
+)
 from deviations.core import access
 from deviations.core.errors import UserError
 from deviations.core.models import Ownership
@@ -86,6 +93,23 @@ def _check_triage(user: Any, alerts: list[Alert]) -> None:
 
         for canary in Canary.objects.filter(pk__in=[int(c) for c in canaries if c.isdigit()]):
             access.check_canary(user, canary)
+
+
+def check_sheriff(user: Any, alerts: list[Alert]) -> None:
+    """Moving alerts and linking groups (``alerts.nudging``, ``alerts.downstream``): the
+    owners of the alerts' series or probes and staff, as triage, and also the user every
+    one of them is assigned to; a token's scope holds for everyone."""
+    if alerts and all(a.assignee_id is not None and a.assignee_id == getattr(user, "pk", None)
+                      for a in alerts):
+        for kind, detector in ((Ownership.SERIES, Alert.TRACE),
+                               (Ownership.PROBE, Alert.HISTOGRAM)):
+            names = {a.group.family if detector == Alert.TRACE else a.subject
+                     for a in alerts if a.detector == detector}
+            access.check_scope(user, kind, sorted(names))
+        if any(a.detector == Alert.CANARY for a in alerts):
+            _check_triage(user, [a for a in alerts if a.detector == Alert.CANARY])
+        return
+    _check_triage(user, alerts)
 
 
 def _user_named(username: str) -> Any:
@@ -388,6 +412,19 @@ def send(alert: SentAlert, subject: str, body: str, unsubscribe: str) -> None:
 # --- Daily digest ---------------------------------------------------------------------
 
 
+def _without_downstream(claimed: list[SentAlert]) -> list[SentAlert]:
+    """Digest lines of groups linked downstream of another since they were queued are
+    dropped (deleted: a downstream group is triaged with its upstream, not emailed)."""
+    ids = {int(a.subject.split(":", 1)[1]) for a in claimed
+           if a.subject.startswith("group:") and a.subject[6:].isdigit()}
+    linked = {f"group:{pk}" for pk in AlertGroup.objects.filter(
+        pk__in=ids, upstream__isnull=False).values_list("pk", flat=True)}
+    if not linked:
+        return claimed
+    SentAlert.objects.filter(pk__in=[a.pk for a in claimed if a.subject in linked]).delete()
+    return [a for a in claimed if a.subject not in linked]
+
+
 def send_digests() -> int:
     """One email per address with every alert queued for it; returns emails sent."""
     sent = 0
@@ -406,6 +443,7 @@ def send_digests() -> int:
             SentAlert.objects.filter(email=email, status=SentAlert.SENDING, sent_at=stamp)
             .order_by("created", "pk")
         )
+        claimed = _without_downstream(claimed)
         if not claimed:
             continue
         lines = "\n".join(f"- {one_line(a.summary)}\n  {a.url}" for a in claimed)

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from deviations.alerts import selectors, services
+from deviations.alerts import downstream, nudging, selectors, services
 from deviations.alerts.models import Alert, AlertGroup, Ignore, Subscription
 from deviations.core.errors import UserError
 from deviations.core.tables import write_csv
@@ -31,6 +31,12 @@ def _next(request: HttpRequest, default: str) -> str:
     """The page to go back to: a local path only (never another site)."""
     target = request.POST.get("next", "")
     return target if target.startswith("/") and not target.startswith("//") else default
+
+
+def _numbers(values: list[str]) -> list[int]:
+    """The ids among ``values``: ASCII digits only ("²" is a digit to ``str.isdigit`` and
+    not to ``int``: it was a 500), at most 18 (a 64-bit id)."""
+    return [int(v) for v in values if v.isascii() and v.isdigit() and len(v) <= 18]
 
 
 def alert_list(request: HttpRequest) -> HttpResponse:
@@ -71,17 +77,20 @@ def group_detail(request: HttpRequest, group_id: int) -> HttpResponse:
 
 
 def _group_page(request: HttpRequest, group: AlertGroup, *, error: str = "",
-                status: int = 200) -> HttpResponse:
-    """The group's page; after a refused triage, with the reason and the form as sent."""
+                link_error: str = "", status: int = 200) -> HttpResponse:
+    """The group's page; after a refused triage, with the reason and the form as sent
+    (after a refused link, with its reason)."""
     from django.contrib.auth import get_user_model
 
     posted = request.POST if error else {}
     return render(request, "alerts/group.html", {
+        "upstream_chain": selectors.upstream_chain(group),
+        "downstream_groups": selectors.downstream_groups(group), "link_error": link_error,
+        "posted_upstream": request.POST.get("upstream", "")[:20] if link_error else "",
         "group": group, "alerts": selectors.group_alerts(group),
         "links": selectors.group_links(group), "statuses": Alert.STATUSES,
         "range": selectors.group_range(group), "error": error, "posted": posted,
-        "chosen": {int(v) for v in request.POST.getlist("alert") if v.isdigit()} if error
-        else set(),
+        "chosen": set(_numbers(request.POST.getlist("alert"))) if error else set(),
         # Who can be assigned: a list the assignee field offers (it stays free text), read
         # only for the signed-in users who see the form.
         "users": get_user_model().objects.filter(is_active=True).order_by("username")
@@ -95,7 +104,7 @@ def group_triage(request: HttpRequest, group_id: int) -> HttpResponse:
     """Bulk triage: the selected alerts of the group (``alert`` values) get the status,
     bug link, assignee and note given (a blank field leaves the alerts' value as is)."""
     group = get_object_or_404(AlertGroup, pk=group_id)
-    ids = [int(v) for v in request.POST.getlist("alert") if v.isdigit()]
+    ids = _numbers(request.POST.getlist("alert"))
     chosen = list(group.alerts.filter(pk__in=ids).select_related("group"))
     back = _next(request, group.get_absolute_url())
     try:
@@ -114,15 +123,65 @@ def group_triage(request: HttpRequest, group_id: int) -> HttpResponse:
 
 
 def alert_detail(request: HttpRequest, alert_id: int) -> HttpResponse:
+    return _alert_page(request, alert_id)
+
+
+def _alert_page(request: HttpRequest, alert_id: int, *, error: str = "",
+                status: int = 200) -> HttpResponse:
+    """An alert's page; after a refused move, with the reason."""
     alert = get_object_or_404(
-        Alert.objects.select_related("group", "assignee", "status_by"), pk=alert_id
+        Alert.objects.select_related("group", "assignee", "status_by", "nudged_by"),
+        pk=alert_id,
     )
     return render(request, "alerts/alert.html", {
         "alert": alert, "notes": alert.notes.select_related("author"),
         "links": selectors.group_links(alert.group), "statuses": Alert.STATUSES,
         "subject_url": selectors.subject_url(alert),
         "range": selectors.culprit_range(alert),
-    })
+        "neighbours": selectors.nudge_targets(alert), "nudge_error": error,
+    }, status=status)
+
+
+@login_required
+@require_POST
+def nudge(request: HttpRequest, alert_id: int) -> HttpResponse:
+    """Move the alert to its ``side`` ("earlier" or "later") neighbouring boundary."""
+    alert = get_object_or_404(Alert, pk=alert_id)
+    try:
+        nudging.nudge(alert, request.user, request.POST.get("side", ""))
+    except UserError as exc:
+        return _alert_page(request, alert_id, error=exc.message, status=exc.status)
+    return redirect(alert.get_absolute_url())
+
+
+def _group_number(value: str) -> int:
+    value = value.strip().removeprefix("#")
+    if not _numbers([value]):
+        raise UserError("upstream group: give its number (as in #12 or 12)", code="upstream")
+    return int(value)
+
+
+@login_required
+@require_POST
+def link_upstream(request: HttpRequest, group_id: int) -> HttpResponse:
+    """Mark the group as downstream of the group numbered ``upstream``."""
+    group = get_object_or_404(AlertGroup, pk=group_id)
+    try:
+        downstream.link(group, _group_number(request.POST.get("upstream", "")), request.user)
+    except UserError as exc:
+        return _group_page(request, group, link_error=exc.message, status=exc.status)
+    return redirect(group.get_absolute_url())
+
+
+@login_required
+@require_POST
+def unlink_upstream(request: HttpRequest, group_id: int) -> HttpResponse:
+    group = get_object_or_404(AlertGroup, pk=group_id)
+    try:
+        downstream.unlink(group, request.user)
+    except UserError as exc:
+        return _group_page(request, group, link_error=exc.message, status=exc.status)
+    return redirect(group.get_absolute_url())
 
 
 @login_required

@@ -20,7 +20,7 @@ app.set_default()
 app.config_from_object("django.conf:settings", namespace="CELERY")
 # Each feature keeps its tasks in its own tasks.py; trace uploads have the ingest task.
 TASK_PACKAGES = ["deviations.traces", "deviations.traces.uploads", "deviations.histograms",
-                 "deviations.alerts", "deviations.experiments.canaries"]
+                 "deviations.alerts", "deviations.alerts.hooks", "deviations.experiments.canaries"]
 app.autodiscover_tasks(TASK_PACKAGES)
 
 

@@ -20,7 +20,9 @@ def probes_with_changes(search: str = "") -> QuerySet[Probe]:
     probes = Probe.objects.annotate(
         n_builds=Count("snapshots", distinct=True),
         n_changes=Count("changes", distinct=True),
-        n_new=Count("changes", filter=Q(changes__alert__status=Alert.NEW), distinct=True),
+        n_new=Count("changes", filter=Q(changes__alert__status=Alert.NEW,
+                                         changes__alert__group__upstream__isnull=True),
+                    distinct=True),
         last_change=Max("changes__detected_at"),
     )
     if search:

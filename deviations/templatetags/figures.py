@@ -78,8 +78,10 @@ def verdict_label(verdict: str | None) -> str:
 
 @register.simple_tag
 def plotly_script(*figures: Mapping[str, Any] | None) -> SafeString:
-    return format_html('<script defer src="{}"></script>',
-                       static(staticfinders.bundle_for(figures)))
+    # fit.js: every figure's layout fitted to a narrow screen (deviationsFit), after the
+    # bundle so that it may call Plotly.
+    return format_html('<script defer src="{}"></script><script defer src="{}"></script>',
+                       static(staticfinders.bundle_for(figures)), static("js/fit.js"))
 
 
 _DECIMALS = {"us": 1, "ms": 3, "s": 6}

@@ -9,7 +9,9 @@
     const figure = JSON.parse(source.textContent);
     // A figure of a given height (the matrix follows its rows) takes exactly that room.
     if (figure.layout.height) div.style.minHeight = figure.layout.height + "px";
-    Plotly.newPlot(div, figure.data, figure.layout, { responsive: true, displaylogo: false })
+    Plotly.newPlot(div, figure.data, deviationsFit(div, figure.layout),
+                   { responsive: true, displaylogo: false })
+      .then(function () { return deviationsUnclash(div); })
       .then(function () { div.dataset.rendered = "true"; });
     // Tick labels that are links (the matrix's releases): Plotly draws them under its drag
     // layer, where they never see the mouse, so the click is matched to a label here, in

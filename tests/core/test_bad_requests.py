@@ -27,12 +27,25 @@ def test_a_nul_in_the_url_is_a_clear_400(client: Client, url: str, where: str) -
 
 
 def test_a_nul_in_a_form_field_is_a_clear_400(client: Client) -> None:
-    """Forms as browsers send them (url-encoded; multipart bodies are left to the views,
-    which stream uploads)."""
+    """Forms as browsers send them: url-encoded, and multipart (a page's upload form; a
+    note sent as multipart reached PostgreSQL: a 500 the form fuzzing found)."""
     response = client.post("/accounts/login/", "username=a%00b&password=x",
                            content_type="application/x-www-form-urlencoded")
     assert response.status_code == 400
     assert "form field 'username'" in response.content.decode()
+    response = client.post("/accounts/login/", {"username": "a\x00b", "password": "x"})
+    assert response.status_code == 400
+    assert "form field 'username'" in response.content.decode()
+
+
+def test_a_body_that_is_not_multipart_is_not_a_500(client: Client) -> None:
+    for body in (b"garbage", b"--xyz\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nb"):
+        response = client.generic("POST", "/accounts/login/", body,
+                                  content_type="multipart/form-data; boundary=xyz")
+        assert response.status_code < 500
+    response = client.generic("POST", "/accounts/login/", b"x",
+                              content_type="multipart/form-data")  # no boundary
+    assert response.status_code < 500
 
 
 def test_urls_without_nul_still_work(client: Client) -> None:

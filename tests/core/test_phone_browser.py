@@ -5,6 +5,7 @@ matrix scroll inside their own frame."""
 from __future__ import annotations
 
 import io
+import json
 from typing import Any
 
 import numpy as np
@@ -13,12 +14,17 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from deviations.alerts.models import AlertGroup
+from deviations.experiments.ab.services import store_upload
 from deviations.experiments.canaries import services as canaries
+from deviations.histograms.detection import detect
 from deviations.histograms.models import Probe
+from deviations.histograms.store import store_histogram_file
 from deviations.management.commands.demo import SERIES
 from deviations.traces import demo
 from deviations.traces.models import Function, Run
-from tests.conftest import ARTIFACTS
+from tests.browser_checks import layout_problems
+from tests.conftest import ARTIFACTS, plain_histogram
+from tests.ingest.test_fuzz import _ab_seeds
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -42,17 +48,30 @@ def test_every_page_fits_a_phone(page: Any) -> None:
     canaries.receive_batch(canary.pk, "a", "A", rng.normal(100, 10, 300).tolist())
     canaries.receive_batch(canary.pk, "b", "B", rng.normal(100, 10, 300).tolist())
     get_user_model().objects.create_user("phone", password="phone-pw")
+    # A probe beyond the demo's: 60 buckets, 40 builds with long ids, a change in them.
+    wide_probe = "A_PROBE_WITH_A_LONG_NAME_OF_MANY_WORDS_AS_TELEMETRY_HAS_THEM_MS"
+    shape = rng.gamma(2.0, 5.0, 60)
+    store_histogram_file(json.dumps([
+        plain_histogram(wide_probe, f"2026010{b // 10}{b % 10:02d}0000{b:04d}",
+                        rng.poisson(shape * (1.6 if b >= 30 else 1.0) * 400))
+        for b in range(40)]).encode(), display_name="wide.json")
+    wide_probe_id = Probe.objects.get(name=wide_probe).pk
+    detect([wide_probe_id])
+    ab_run = store_upload(_ab_seeds()[0], ab_name="ab.csv", host="bench-1").run
     urls = [
         "/", f"/series/{SERIES}/", f"/series/{SERIES}/functions/{paint.pk}/?runs=1",
         f"/series/{SERIES}/releases/{demo.RELEASES[8]}/",
         f"/series/{SERIES}/compare/?base={demo.RELEASES[7]}&new={demo.RELEASES[8]}",
         f"/runs/{run.pk}/", "/alerts/", f"/alerts/groups/{group.pk}/", "/histograms/",
-        f"/histograms/{probe.pk}/" if probe else "/histograms/", "/canaries/",
-        f"/canaries/{canary.pk}/", "/ab/", "/accounts/login/", "/upload/", "/series/nope/",
+        f"/histograms/probes/{probe.pk}/" if probe else "/histograms/", "/canaries/",
+        f"/histograms/probes/{wide_probe_id}/", "/histograms/changes/",
+        "/histograms/subscriptions/", "/histograms/upload/", "/alerts/ignored/",
+        f"/canaries/{canary.pk}/", "/canaries/new/", "/ab/", f"/ab/runs/{ab_run.pk}/",
+        "/series/mylib-bench.linux/", "/accounts/login/", "/upload/", "/series/nope/",
     ]
     page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
     ARTIFACTS.mkdir(exist_ok=True)
-    wide = {}
+    wide, drawn = {}, {}
     for url in urls:
         page.goto(url)
         page.wait_for_load_state("load")
@@ -62,7 +81,10 @@ def test_every_page_fits_a_phone(page: Any) -> None:
         page.screenshot(path=str(ARTIFACTS / f"phone-{name}.png"), full_page=True)
         if got["scroll"] > got["inner"] + 2:
             wide[url] = got
+        drawn[url] = layout_problems(page)
     assert wide == {}
+    problems = [f"{u}: {p}" for u, ps in drawn.items() for p in ps]
+    assert problems == [], "\n".join(problems)
 
 
 def test_no_template_comment_spans_lines() -> None:

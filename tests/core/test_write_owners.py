@@ -12,13 +12,13 @@ from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from deviations.alerts.models import Alert, AlertNote
+from deviations.alerts.models import Alert, AlertGroup, AlertNote
 from deviations.alerts.recording import record
 from deviations.core.models import ApiToken
 from deviations.experiments.ab.models import AAFloorRecord, ABRun
 from deviations.experiments.canaries import services as canaries
 from deviations.experiments.canaries.models import Canary, CanaryBatch
-from deviations.traces.models import Release, Series
+from deviations.traces.models import Release, Run, Series
 from tests.alerts.test_groups import trace
 from tests.experiments.ab.test_ab import AB, _aa_csv
 
@@ -148,3 +148,32 @@ def test_canary_alerts_are_triaged_by_the_canarys_owners() -> None:
     page.post(f"/alerts/groups/{alert.group_id}/triage/", {"alert": [alert.pk],
                                                            "status": "acknowledged"})
     assert Alert.objects.get(pk=alert.pk).status == Alert.ACKNOWLEDGED
+
+
+def test_moving_an_alert_and_linking_groups_are_writes_of_their_series() -> None:
+    alice, bob = user("alice"), user("bob")
+    series = Series.objects.create(name="team-a")
+    for v in ("1", "2", "3", "4"):
+        release = Release.objects.create(series=series, version=v)
+        Run.objects.create(series=series, release=release, sha256=v * 64, file_name=v,
+                           size_bytes=1, status=Run.DONE)
+    from deviations.core.models import Ownership
+
+    Ownership.objects.create(kind=Ownership.SERIES, name="team-a", name_sha1=_digest("team-a"),
+                             user=alice)
+    record([trace(series, "Paint", "2", "3"), trace(series, "Layout", "3", "4")])
+    first, second = (Alert.objects.get(subject=f).pk for f in ("Paint", "Layout"))
+    page = Client()
+    page.force_login(bob)
+    assert page.post(f"/alerts/{first}/nudge/", {"side": "later"}).status_code == 403
+    assert Alert.objects.get(pk=first).to_label == "3"
+    groups = [Alert.objects.get(pk=pk).group_id for pk in (first, second)]
+    assert page.post(f"/alerts/groups/{groups[1]}/upstream/",
+                     {"upstream": groups[0]}).status_code == 403
+    assert api(alice, scope="other-*").post(
+        f"/api/alerts/groups/{groups[1]}/upstream", {"upstream": groups[0]},
+        content_type="application/json").status_code == 403
+    assert AlertGroup.objects.get(pk=groups[1]).upstream_id is None
+    page.force_login(alice)
+    assert page.post(f"/alerts/{first}/nudge/", {"side": "later"}).status_code == 302
+    assert Alert.objects.get(pk=first).to_label == "4"

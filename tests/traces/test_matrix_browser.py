@@ -226,3 +226,30 @@ def test_names_with_quotes_read_as_written_on_the_axes(page: Any, tmp_path: Path
     page.locator("#matrix[data-rendered=true]").wait_for()
     ticks = page.locator("#matrix .ytick text").all_text_contents()
     assert ticks == [quoted]
+
+
+CROSS_LABEL = """() => {
+  const r = document.querySelector('#matrix .hoverlayer .hovertext').getBoundingClientRect();
+  return {left: r.left, right: r.right, y: r.top + r.height / 2};
+}"""
+
+
+def test_crossing_an_open_label_raises_nothing_and_the_next_label_shows(page: Any) -> None:
+    """The pointer moved across an open hover label: plotly.js 4.1.1's label handler threw
+    on every move ("Cannot set property target of #<Event>"), and the point under the
+    label never got its own. The site's style lets the pointer through the labels."""
+    call_command("demo", "--runs", "3", stdout=io.StringIO())
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"/series/{SERIES}/")
+    page.locator("#matrix[data-rendered=true]").wait_for()
+    hover(page, "regression", "Paint", "Paint")
+    label = page.evaluate(CROSS_LABEL)
+    # Across the whole label, left to right, in small steps: every move is over the label.
+    page.mouse.move(label["left"] + 2, label["y"])
+    page.mouse.move(label["right"] - 2, label["y"], steps=25)
+    assert errors == []
+    # Points lie under the label: what the pointer rests on now has a label of its own,
+    # as anywhere else on the plot.
+    page.locator("#matrix .hoverlayer .hovertext").first.wait_for()
+    assert errors == []

@@ -6,7 +6,7 @@ import deviations.traces.models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("deviations", "0023_canary_quantiles"),
+        ("deviations", "0025_alert_triage"),
     ]
 
     operations = [
