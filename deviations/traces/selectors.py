@@ -482,7 +482,9 @@ def deviation_cells_json(functions: list[str], versions: list[str], arrays: dict
 FUNCTION_FIELDS = ["release", "n", "median", "median_lo", "median_hi", "mean", "mean_lo",
                    "mean_hi", "verdict", "diff", "diff_lo", "diff_hi", "relative", "p_value",
                    "runs_before", "runs_after", "compared_from", "compared_to", "gap",
-                   "digression", "early", "provisional", "final_within"]
+                   "digression", "early", "provisional", "final_within",
+                   # the pair ending at this release: its culprit range
+                   "last_good_revision", "first_bad_revision", "culprit_range", "log_url"]
 
 
 @dataclass(frozen=True)
@@ -542,6 +544,7 @@ def function_detail(
     f = int(where[0])
     chosen = med if estimator == "median" else mean
     versions = release_versions(med["release_ids"])
+    ranges = pair_ranges(series, versions)
     rows = []
     for r, version in enumerate(versions):
         row: dict[str, Any] = {
@@ -553,9 +556,16 @@ def function_detail(
             "verdict": None, "diff": None, "diff_lo": None, "diff_hi": None, "gap": None,
             "relative": None, "p_value": None, "runs_before": None, "runs_after": None,
             "compared_from": None, "compared_to": None, "digression": False, "early": False,
-            "provisional": False, "final_within": None,
+            "provisional": False, "final_within": None, "culprit": None,
+            "last_good_revision": None, "first_bad_revision": None, "culprit_range": None,
+            "log_url": None,
         }
         p = r - 1
+        if r > 0:
+            culprit = ranges[p]
+            row.update(culprit=culprit, last_good_revision=culprit.last_good_revision,
+                       first_bad_revision=culprit.first_bad_revision,
+                       culprit_range=culprit.text, log_url=culprit.log_url)
         if r > 0 and chosen["verdict"][f, p] != NO_VERDICT:
             row.update(
                 verdict=verdict_name(int(chosen["verdict"][f, p])),

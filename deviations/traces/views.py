@@ -184,7 +184,9 @@ def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpRe
                                        query.rule, with_samples="runs" in request.GET)
     fmt = request.GET.get("format")
     if fmt in ("csv", "json"):
-        rows = detail.rows if detail is not None else []
+        # The range as its export columns (the page's ``culprit`` is for the template).
+        rows = [{k: v for k, v in row.items() if k != "culprit"}
+                for row in (detail.rows if detail is not None else [])]
         return _table_response(rows, selectors.FUNCTION_FIELDS, fmt, f"{series.name}-function")
     figure = narrowing = None
     unit: charts.Unit = "us"

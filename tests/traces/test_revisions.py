@@ -325,6 +325,11 @@ def test_exports_carry_the_range(client: Client, regression: Alert) -> None:
         ("Paint", "c11..c12", "https://github.com/o/r/compare/c11...c12")]
     matrix = client.get("/series/s/?format=csv&rule=paper").content.decode()
     assert "c11..c12" in matrix
+    function = client.get(f"/series/s/functions/{regression.function_id}/"
+                          "?format=json&rule=paper").json()
+    assert [(r["release"], r["culprit_range"]) for r in function] == [
+        ("1.0", None), ("1.1", "c10..c11"), ("1.2", "c11..c12"), ("1.3", "c12..c13")]
+    assert "culprit" not in function[0]
     changes = client.get("/series/s/releases/1.2/?format=json&rule=paper").json()
     assert changes[0]["culprit_range"] == "c11..c12"
 
