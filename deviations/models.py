@@ -1,7 +1,7 @@
 """The app's models, one module per feature; Django registers the models imported here.
 
 - trace and metric series, ``deviations.traces.models``: Series, Release, Function, Metric,
-  Run, RunTimes, SeriesAnalysis, AnalysisBlock, ReleaseAnnotation;
+  Run, RunTimes, RunCalls, SeriesAnalysis, AnalysisBlock, ReleaseAnnotation;
 - Telemetry histograms, ``deviations.histograms.models``: HistogramRuleDefaults, Probe,
   HistogramSnapshot, HistogramChange, BuildAnnotation;
 - alerts, ``deviations.alerts.models``: Subscription, SentAlert, AlertGroup, Alert,
@@ -54,6 +54,7 @@ from deviations.traces.models import (
     Release,
     ReleaseAnnotation,
     Run,
+    RunCalls,
     RunTimes,
     Series,
     SeriesAnalysis,
@@ -87,6 +88,7 @@ __all__ = [
     "Release",
     "ReleaseAnnotation",
     "Run",
+    "RunCalls",
     "RunTimes",
     "SentAlert",
     "Series",

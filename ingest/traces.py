@@ -15,6 +15,20 @@ complete events (``X``); for every function (event name) the parser sums
 
 Times are microseconds, as in the format (``displayTimeUnit`` only affects display).
 
+Call tree
+---------
+The same nesting gives the call tree aggregated by (caller, callee), on the same threads
+(``FunctionTimes.caller``, ``callee``, ``edge_us``). Every instant inside an outermost
+slice of ``f`` is either self time of an ``f`` slice (``self(f)``) or self time of a slice
+of another name; for the latter, the deepest ``f`` slice on the stack above it has a child
+on that stack, ``c``, and the instant counts in edge ``(f, c)``. So, recursion included
+(``f -> c -> f -> c``, ``f -> f``, mutual recursion),
+``total(f) = self(f) + sum over c of edge(f, c)``; a direct ``f -> f`` call is no edge.
+The slices at the top of a thread are edges of the thread root (caller -1), whose sum is
+the threads' busy time. Zero-duration slices have no time and make no edge. Computed in
+the same vectorised pass (``_edges``: parents, and the nearest same-name ancestor of the
+few recursive slices, by sorted searches; one sort of the pairs).
+
 Decisions
 ---------
 * Events are not sorted in Chrome's output. Per thread they are ordered by timestamp
@@ -172,11 +186,20 @@ class ParseSummary:
 
 @dataclass(frozen=True)
 class FunctionTimes:
+    """Per-function times (``names[i]``: ``self_us[i]``, ``total_us[i]``, ``calls[i]``) and
+    the call tree aggregated by (caller, callee): ``edge_us[j]`` is the time of
+    ``names[callee[j]]`` under ``names[caller[j]]`` (the module's "Call tree"), with
+    ``caller[j] == -1`` for the slices at the top of a measured thread. For every function
+    ``f``: ``total_us[f] == self_us[f] + edge_us[caller == f].sum()`` (up to rounding)."""
+
     names: list[str]
     self_us: np.ndarray
     total_us: np.ndarray
     calls: np.ndarray
     summary: ParseSummary
+    caller: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    callee: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    edge_us: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 class _Args(msgspec.Struct, gc=False):
@@ -465,11 +488,14 @@ def _function_times(
         remap[thread_of[sel]], ev_code, ev_ts, ev_dur, name_id[sel], empty_id, len(chosen), counts
     )
     del thread_of, name_id, sel, ev_code, ev_ts, ev_dur
-    self_us, total_us, calls = _times(
+    self_us, total_us, calls, edges = _times(
         start, end, slice_thread, slice_name, slice_seq, len(unique_names), counts
     )
     used = np.flatnonzero(calls > 0)  # names seen only on E events are not functions
     names = [_shorten(unique_names[i], counts) for i in used.tolist()]
+    position = np.full(len(unique_names) + 1, -1, dtype=np.int64)  # [-1]: the thread root
+    position[used] = np.arange(len(used))
+    caller, callee, edge_us = edges
 
     summary = ParseSummary(
         events=n,
@@ -499,6 +525,9 @@ def _function_times(
         total_us=total_us[used],
         calls=calls[used],
         summary=summary,
+        caller=position[caller],
+        callee=position[callee],
+        edge_us=edge_us,
     )
 
 
@@ -728,9 +757,9 @@ def _times(
     seq: np.ndarray,
     n_names: int,
     counts: _Counts,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Self time, total time and calls per name id, from slices ordered by (thread,
-    start, seq)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Self time, total time and calls per name id, and the call tree's edges (caller
+    name id or -1, callee name id, µs), from slices ordered by (thread, start, seq)."""
     calls = np.bincount(name_id, minlength=n_names).astype(np.int64)
     # Zero-duration slices are calls with no time: they have no children (nothing starts
     # strictly before their end) and add nothing to their parent's children, so only the
@@ -739,7 +768,8 @@ def _times(
     th, s, e, nm, sq = (a[positive] for a in (thread, start, end, name_id, seq))
     k = len(s)
     if k == 0:
-        return np.zeros(n_names), np.zeros(n_names), calls
+        none = np.zeros(0, dtype=np.int64)
+        return np.zeros(n_names), np.zeros(n_names), calls, (none, none, np.zeros(0))
     pre = _preorder(th, s, e, sq)
     if pre is not None:
         th, s, e, nm = th[pre], s[pre], e[pre], nm[pre]
@@ -782,7 +812,68 @@ def _times(
 
     self_us = np.bincount(nm, weights=self_time, minlength=n_names)
     total_us = np.bincount(nm, weights=np.where(nested_same, 0.0, dur), minlength=n_names)
-    return self_us, total_us, calls
+    edges = _edges(nm, depth, dur, child, parent, by_depth, keys, by_group, new_group,
+                   last_desc, nested_same, n_names)
+    return self_us, total_us, calls, edges
+
+
+def _edges(
+    nm: np.ndarray,
+    depth: np.ndarray,
+    dur: np.ndarray,
+    child: np.ndarray,
+    parent: np.ndarray,
+    by_depth: np.ndarray,
+    keys: np.ndarray,
+    by_group: np.ndarray,
+    new_group: np.ndarray,
+    last_desc: np.ndarray,
+    nested_same: np.ndarray,
+    n_names: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The call tree aggregated by (caller name, callee name): see the module's "Call tree".
+
+    A slice C whose parent P has another name f gives edge (f, name(C)) its duration less
+    the slices D named f that lie inside C with no other f slice between P and D (those
+    are f's own time again: self time of D and D's edges). Such a D is a slice whose
+    nearest same-name ancestor is P and whose ancestor one level below P is C, not D
+    itself (a direct f -> f call is no edge). Slices at depth 0 are edges of the thread
+    root (caller -1). Returns (caller, callee, µs), one entry per distinct pair.
+    """
+    k = len(nm)
+    contrib = dur.copy()
+    if nested_same.any():
+        # Groups (thread, name) in pre-order; restricted to those holding recursion (few).
+        gid = np.cumsum(new_group) - 1
+        has_rec = np.bincount(gid, weights=nested_same[by_group], minlength=int(gid[-1]) + 1) > 0
+        where = np.flatnonzero(has_rec[gid])
+        members, gspan = by_group[where], gid[where] * (k + 1)
+        m = len(members)
+        # Depth among same-name slices: members before it minus those that ended before it.
+        ends = np.sort(last_desc[members] + gspan)
+        gdepth = np.arange(m) - np.searchsorted(ends, members + gspan, side="left")
+        # Nearest same-name ancestor: the last member before it one same-name level up (the
+        # last such member overall is in its own group, as for parents above).
+        by_gdepth = _stable_order(gdepth)
+        gkeys = gdepth[by_gdepth] * m + by_gdepth
+        q = np.flatnonzero(gdepth > 0)
+        ancestor = members[by_gdepth[np.searchsorted(gkeys, (gdepth[q] - 1) * m + q) - 1]]
+        inner = members[q]
+        below = depth[ancestor] + 1  # the level of C
+        indirect = below < depth[inner]
+        inner, below = inner[indirect], below[indirect]
+        c = by_depth[np.searchsorted(keys, below * k + inner) - 1]
+        contrib -= np.bincount(c, weights=dur[inner], minlength=k)
+    caller = np.full(k, -1, dtype=np.int64)
+    caller[child] = nm[parent]
+    edge = np.flatnonzero(caller != nm)
+    pair = (caller[edge] + 1) * n_names + nm[edge]
+    order = np.argsort(pair)
+    pair = pair[order]
+    heads = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
+    edge_us = np.add.reduceat(contrib[edge[order]], heads)
+    uniq = pair[heads]
+    return uniq // n_names - 1, uniq % n_names, edge_us
 
 
 def _preorder(th: np.ndarray, s: np.ndarray, e: np.ndarray, seq: np.ndarray) -> np.ndarray | None:

@@ -10,6 +10,8 @@ from here; the modules, one per concept, hold more:
   the ``recommended`` windowed rank rule), digressions, the whole matrix at once;
 - ``twosample``: any two releases compared per function (``compare_two``: medians, an
   exact rank or median test, Benjamini–Hochberg over the functions, minimal changes);
+- ``attribution``: a total's change split among its parts (self time and callees of a
+  call tree: ``attribute_change``), medians with intervals, shares from means;
 - ``multiple``: Benjamini–Hochberg and Holm;
 - ``ranks``: the exact Mann–Whitney distributions behind the recommended rule;
 - ``histograms``: Bhattacharyya and Hellinger distances, Mozilla's persistence rule and an

@@ -44,7 +44,6 @@ from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
-from django.db.models import Max
 from django.utils import timezone
 
 from deviations.core.db import batches
@@ -56,7 +55,7 @@ from deviations.stats.releases import (
     shift_verdicts,
     shift_windows,
 )
-from deviations.traces import store
+from deviations.traces import attempts, store
 from deviations.traces.models import Run, RunTimes, Series, SeriesAnalysis
 from deviations.traces.store import (
     ESTIMATORS,
@@ -536,7 +535,7 @@ def compute(columns: Columns, stored: Stored | None) -> Computed:
 
 
 def is_up_to_date(series: Series) -> bool:
-    latest = Run.objects.filter(series=series, status=Run.DONE).aggregate(t=Max("finished"))["t"]
+    latest = attempts.runs_until(series.pk)
     seen = SeriesAnalysis.objects.filter(series=series).values_list(
         "snapshot_at", flat=True
     ).first()
@@ -557,12 +556,23 @@ def analyse_series(series_id: int, *, force: bool = False) -> str:
     series = Series.objects.get(pk=series_id)
     if not force and is_up_to_date(series):
         return "up to date"
-    for _ in range(3):
-        try:
-            return _analyse(series, force)
-        except store.BaseChangedError:  # another analysis stored in between: start from it
-            _last.pop(series.pk, None)
-    return _analyse(series, True)
+    # The attempt is recorded on the series (traces.attempts): the sweeper neither sends a
+    # second one beside it nor, if it never ends, one for the same runs again.
+    attempts.begin(series.pk, attempts.runs_until(series.pk))
+    try:
+        for _ in range(3):
+            try:
+                done = _analyse(series, force)
+                break
+            except store.BaseChangedError:  # another analysis stored in between: again
+                _last.pop(series.pk, None)
+        else:
+            done = _analyse(series, True)
+    except BaseException:
+        attempts.end(series.pk)  # an error: the caller says what it was (tasks: fail)
+        raise
+    attempts.finish(series.pk)
+    return done
 
 
 def _analyse(series: Series, force: bool) -> str:

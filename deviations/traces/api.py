@@ -17,7 +17,7 @@ from deviations.core.errors import UserError
 from deviations.core.models import Ownership
 from deviations.core.uploads import check_upload_size
 from deviations.traces import annotations as notes
-from deviations.traces import compare, gate, selectors, services
+from deviations.traces import calltree, compare, gate, selectors, services
 from deviations.traces.models import Release, ReleaseAnnotation, Run, Series
 from deviations.traces.uploads.results import read_upload, set_metric, store_results
 from deviations.traces.uploads.runs import ThreadOptions
@@ -78,6 +78,8 @@ class SeriesOut(Schema):
     #: Links the commits between two releases: ``{from}`` and ``{to}`` are replaced by
     #: their revisions ("" when not set).
     log_url_template: str
+    #: Why the last analysis did not finish (its time limit, memory), or "" (issue 24)
+    analysis_failure: str
 
 
 class SeriesSettingsIn(Schema):
@@ -266,7 +268,7 @@ def list_series(request: HttpRequest) -> list[dict[str, Any]]:
 def _series_out(s: Series) -> dict[str, Any]:
     return {"name": s.name, "kind": s.kind, "description": s.description, "releases": s.n,
             "log_url_template": s.log_url_template,
-            **{k: getattr(s, k) for k in SETTINGS}}
+            "analysis_failure": s.analysis_failure, **{k: getattr(s, k) for k in SETTINGS}}
 
 
 @router.patch(
@@ -422,6 +424,78 @@ def compare_releases(
         "test": result.test, "fdr": compare.FDR, "min_change": series.min_relative_change,
         "min_change_us": series.min_absolute_change_us, "counts": result.counts,
         "rows": result.rows,
+    }
+
+
+class CallEdgeOut(Schema):
+    caller: str
+    caller_id: int
+    callee: str
+    callee_id: int
+    base_median: float | None
+    base_lo: float | None
+    base_hi: float | None
+    new_median: float | None
+    new_lo: float | None
+    new_hi: float | None
+    diff: float | None
+    diff_lo: float | None
+    diff_hi: float | None
+    change_pct: float | None
+    q_value: float | None
+    significant: bool
+    verdict: str
+    share_of_caller: float | None
+    base_mean: float | None
+    new_mean: float | None
+
+
+class CallTreeOut(Schema):
+    series: str
+    base: str
+    new: str
+    function: str
+    runs_base: int
+    runs_new: int
+    runs_without_tree: int
+    fdr: float
+    words: str
+    remainder: float | None
+    parts: list[dict[str, Any]]
+    edges: list[CallEdgeOut]
+    tree: dict[str, list[Any]]
+    cut: dict[str, int]
+
+
+@router.get(
+    "/series/{name}/compare/calltree",
+    response={200: CallTreeOut, 400: ErrorOut, 404: ErrorOut},
+    summary="Two releases' call trees compared: why a function's time changed",
+)
+def compare_calltree(
+    request: HttpRequest, name: str, base: str, new: str, function: str = "",
+    test: str = "auto",
+) -> dict[str, Any]:
+    """Between releases `base` and `new`: for `function` (or, empty, the measured threads'
+    top-level frames) the change of its total time split into its self time and each
+    callee (`parts`, largest share first, and `words`), every caller–callee edge of the
+    series compared (`edges`: medians with 95% intervals in µs, `diff` = new − base with
+    its interval, Benjamini–Hochberg q-value over every total, self time and edge,
+    `share_of_caller`: the edge's part of its caller's change of the mean), and the tree
+    the compare page draws (`tree`: ids, parents, labels, values in µs, change %,
+    significant; `cut`: frames not drawn). `remainder`: the total's median change less its
+    parts' (medians do not add). 404: unknown series, release or function; 400: the same
+    release twice, a metric series, fewer than two runs with a call tree on a side (runs
+    ingested before call trees were stored: `manage.py reingest --series NAME`)."""
+    series = get_object_or_404(Series, name=name)
+    diff = calltree.release_calltree(series, base, new, function, test=test)
+    tree = {k: v for k, v in diff.tree.items() if k != "hover"}
+    return {
+        "series": series.name, "base": base, "new": new, "function": function,
+        "runs_base": diff.comparison.runs_base, "runs_new": diff.comparison.runs_new,
+        "runs_without_tree": diff.comparison.without_tree, "fdr": calltree.FDR,
+        "words": diff.words, "remainder": diff.remainders[diff.root],
+        "parts": diff.part_rows(), "edges": diff.edges, "tree": tree, "cut": diff.cut,
     }
 
 

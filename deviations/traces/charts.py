@@ -430,7 +430,7 @@ def function_cis(
     digression: npt.ArrayLike, *, unit: Unit = "ms",
     samples: Sequence[Sequence[float]] | None = None, diff: npt.ArrayLike | None = None,
     gap: npt.ArrayLike | None = None, title: str = "", highlight: str | None = None,
-    unit_label: str | None = None,
+    unit_label: str | None = None, sample_urls: Sequence[Sequence[str]] | None = None,
 ) -> Figure:
     """One function's CIs across releases: seed 003, Figures 6–8.
 
@@ -450,8 +450,10 @@ def function_cis(
     blue: improvement) and puts a triangle (up / down) on top of ``b``'s median CI
     whose hover gives the verdict, difference and gap; a black outline marks the
     start of a digression. With ``samples``, the runs appear as a strip left of the
-    median, spread by a deterministic low-discrepancy jitter. ``highlight`` (a release
-    name, e.g. the matrix cell clicked to come here) outlines that release's slot.
+    median, spread by a deterministic low-discrepancy jitter; with ``sample_urls`` (the
+    page of each run, shaped as ``samples``) a run's point opens its page, which holds the
+    file it was measured from. ``highlight`` (a release name, e.g. the matrix cell clicked
+    to come here) outlines that release's slot.
     """
     n_r = len(releases)
     med, mea = _eli("median", median, n_r), _eli("mean", mean, n_r)
@@ -466,17 +468,22 @@ def function_cis(
     if samples is not None:
         if len(samples) != n_r:
             raise ValueError(f"samples must have {n_r} entries, got {len(samples)}")
+        if sample_urls is not None and [len(u) for u in sample_urls] != [len(s) for s in samples]:
+            raise ValueError("sample_urls must have the shape of samples")
         xs: list[float] = []
         ys: list[Any] = []
-        names: list[str] = []
+        custom: list[list[str]] = []
         for r, runs in enumerate(samples):
             k = np.arange(len(runs))
             xs += _round_sig(r + SAMPLES_DX + 0.14 * ((k * 0.6180339887) % 1.0 - 0.5), 5).tolist()
             ys += _json(runs, per)
-            names += [rnames[r]] * len(runs)
+            urls = sample_urls[r] if sample_urls is not None else [""] * len(runs)
+            custom += [[u, rnames[r]] for u in urls]
+        click = "<br>click: the run and its file" if sample_urls is not None else ""
         data.append({"type": "scatter", "mode": "markers", "name": "runs", "x": xs, "y": ys,
-                     "customdata": names, "marker": {"color": MEAN_COLOR, "size": 4},
-                     "hovertemplate": f"%{{customdata}}<br>run: %{{y:.4~g}} {ul}<extra></extra>"})
+                     "customdata": custom, "marker": {"color": MEAN_COLOR, "size": 4},
+                     "hovertemplate": (f"%{{customdata[1]}}<br>run: %{{y:.4~g}} {ul}{click}"
+                                       "<extra></extra>")})
     for name, eli, dx, color, symbol, mode in (
         ("median CI", med, MEDIAN_DX, MEDIAN_COLOR, "circle", "lines+markers"),
         ("mean CI", mea, MEAN_DX, MEAN_COLOR, "circle-open", "markers"),
@@ -595,4 +602,71 @@ def ci_narrowing(
         "hovermode": "closest",
         "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
     }
+    return {"data": data, "layout": layout}
+
+
+#: The icicle's colour scale, on the relative change (later − earlier) clipped to ±50%:
+#: Okabe–Ito blue (faster) through white to vermillion (slower); grey where there is none.
+CHANGE_LIMIT_PCT: Final = 50.0
+NO_CHANGE_COLOR: Final = "#bbbbbb"
+
+
+def calltree_icicle(tree: dict[str, list[Any]], *, title: str = "") -> Figure:
+    """Two releases' call trees as one icicle (``calltree.CallTreeDiff.tree``).
+
+    Each frame's width is its time (µs, the mean of both releases), its colour its
+    relative change of the median (diverging, clipped at ±:data:`CHANGE_LIMIT_PCT`), its
+    outline thick and its label starred when the change is significant under the
+    comparison's false-discovery control. Names are escaped (``plotly_text``); the hover
+    holds both medians and the difference with its interval.
+    """
+    rows = tree["hover"]
+    size = np.asarray(tree["values"], dtype=np.float64)
+    where = {node: k for k, node in enumerate(tree["ids"])}
+    drawn = np.zeros(len(size))
+    for k, parent in enumerate(tree["parents"]):
+        if parent:
+            drawn[where[parent]] += size[k]
+    own = np.maximum(size - drawn, 0.0)
+    change = [c if c is not None else 0.0 for c in tree["change"]]
+    sig = tree["significant"]
+    labels = [plotly_text(name) + (" ★" if s else "") for name, s in
+              zip(tree["labels"], sig, strict=True)]
+    # customdata[0] is no URL (charts.js opens a clicked point's customdata[0] when it is
+    # one, and a function may be named "/..."): a click zooms into the frame instead.
+    custom = [["", plotly_text(r["callee"] or r["caller"]),
+               *(_json([r[k] if r[k] is not None else np.nan], 1000.0)[0]
+                 for k in ("base_median", "new_median", "diff", "diff_lo", "diff_hi")),
+               f"{r['change_pct']:+.1f}%" if r["change_pct"] is not None else "—",
+               "significant" if r["significant"] else "not significant"]
+              for r in rows]
+    data = [{
+        "type": "icicle",
+        "ids": [plotly_text(i) for i in tree["ids"]],
+        "parents": [plotly_text(p) for p in tree["parents"]],
+        "labels": labels,
+        # "remainder": each frame's own value is its size less its drawn children's, so
+        # rounding can never make children outgrow their parent (Plotly then draws none).
+        "values": _json(own, 1000.0),
+        "branchvalues": "remainder",
+        "sort": False,
+        "tiling": {"orientation": "v"},
+        "marker": {
+            "colors": _json(np.clip(change, -CHANGE_LIMIT_PCT, CHANGE_LIMIT_PCT)),
+            "colorscale": [[0.0, IMPROVEMENT_COLOR], [0.5, "#ffffff"], [1.0, REGRESSION_COLOR]],
+            "cmin": -CHANGE_LIMIT_PCT, "cmax": CHANGE_LIMIT_PCT, "cmid": 0.0,
+            "showscale": True,
+            "colorbar": {"title": {"text": "change %<br>(later − earlier)"}},
+            "line": {"width": [3 if s else 0.5 for s in sig],
+                     "color": ["#000000" if s else "#ffffff" for s in sig]},
+        },
+        "customdata": custom,
+        "hovertemplate": ("%{customdata[1]}<br>median %{customdata[2]:.4~g} → "
+                          "%{customdata[3]:.4~g} ms<br>diff %{customdata[4]:+.4~g} ms "
+                          "[%{customdata[5]:+.4~g}, %{customdata[6]:+.4~g}] "
+                          "(%{customdata[7]}), %{customdata[8]}<extra></extra>"),
+        "maxdepth": 6,
+    }]
+    layout = {"title": {"text": plotly_text(title)}, "height": 620,
+              "margin": {"t": 50, "l": 10, "r": 10, "b": 10}}
     return {"data": data, "layout": layout}

@@ -2,7 +2,8 @@
 
 A Series holds Releases; a Release holds Runs (one trace file each); a Run's per-function
 self time, total time and call count are stored as one row of packed arrays (RunTimes),
-indexed by Function ids of the series. docs/architecture.md says why (storage section).
+indexed by Function ids of the series, and its call tree (time per caller and callee) as
+another (RunCalls). docs/architecture.md says why (storage section).
 """
 
 from __future__ import annotations
@@ -98,6 +99,13 @@ class Series(models.Model):
         help_text="e.g. https://github.com/o/r/compare/{from}...{to}: links the commits "
         "between two releases' revisions; empty: no link",
     )
+    #: The analysis task's last attempt (traces.attempts): when it started (cleared when it
+    #: ends), the newest finished run it was asked to cover, and, when it did not finish,
+    #: why and when. The sweeper sends no new attempt for the same runs after a failure.
+    analysis_started = models.DateTimeField(null=True, blank=True, editable=False)
+    analysis_runs_until = models.DateTimeField(null=True, blank=True, editable=False)
+    analysis_failure = models.TextField(blank=True, editable=False)
+    analysis_failed_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["name"]
@@ -322,6 +330,52 @@ class RunTimes(models.Model):
             self_us=packing.pack(self_us, cls.FLOAT),
             total_us=packing.pack(total_us, cls.FLOAT),
             calls=packing.pack(calls, cls.INT),
+        )
+
+
+class RunCalls(models.Model):
+    """The call tree of one run aggregated by (caller, callee), as packed little-endian
+    arrays, beside its :class:`RunTimes` (written in the same transaction).
+
+    ``time_us[j]`` is the time of Function ``callee_ids[j]`` under Function
+    ``caller_ids[j]`` on the measured threads (``ingest.traces``, "Call tree"): for every
+    function, its total time is its self time plus its callees' times, recursion
+    included. ``caller_ids[j] == ROOT`` (0, no Function has it) marks the slices at the top
+    of a thread. A run ingested before the call tree was stored has no row (``manage.py
+    reingest`` adds it); a metric series' runs never have one.
+    """
+
+    run = models.OneToOneField(
+        Run, on_delete=models.CASCADE, primary_key=True, related_name="call_tree"
+    )
+    caller_ids = models.BinaryField()
+    callee_ids = models.BinaryField()
+    time_us = models.BinaryField()
+
+    INT, FLOAT = packing.INT, packing.FLOAT
+    #: The caller id of a thread's top-level slices (Function ids start at 1).
+    ROOT = 0
+
+    def __str__(self) -> str:
+        return f"call tree of run {self.run_id}"
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(caller_ids, callee_ids, time_us) as numpy arrays (read-only views)."""
+        return (
+            packing.unpack(self.caller_ids, self.INT),
+            packing.unpack(self.callee_ids, self.INT),
+            packing.unpack(self.time_us, self.FLOAT),
+        )
+
+    @classmethod
+    def pack(
+        cls, run: Run, caller_ids: np.ndarray, callee_ids: np.ndarray, time_us: np.ndarray
+    ) -> RunCalls:
+        return cls(
+            run=run,
+            caller_ids=packing.pack(caller_ids, cls.INT),
+            callee_ids=packing.pack(callee_ids, cls.INT),
+            time_us=packing.pack(time_us, cls.FLOAT),
         )
 
 

@@ -500,6 +500,7 @@ class FunctionDetail:
     digression: np.ndarray
     rows: list[dict[str, Any]]
     samples: list[list[float]] | None  # runs per release, on demand
+    sample_runs: list[list[int]] | None  # the run of each of those values
     narrowing: tuple[list[int], list[float], list[float], list[float], str] | None
 
 
@@ -585,40 +586,45 @@ def function_detail(
                 final_within=int(chosen["final_within"][f, p]),
             )
         rows.append(row)
-    samples = narrowing = None
+    samples = sample_runs = narrowing = None
     if with_samples:
-        samples = function_samples(series, function.pk, metric, med["release_ids"])
+        samples, sample_runs = function_samples(series, function.pk, metric,
+                                                med["release_ids"])
         narrowing = _narrowing(samples, versions, chosen["relative"][f])
     return FunctionDetail(
         releases=versions,
         median=(med["estimate"][f], med["lo"][f], med["hi"][f]),
         mean=(mean["estimate"][f], mean["lo"][f], mean["hi"][f]),
         verdict=chosen["verdict"][f], diff=chosen["diff"][f], gap=chosen["gap"][f],
-        digression=chosen["digression"][f], rows=rows, samples=samples, narrowing=narrowing,
+        digression=chosen["digression"][f], rows=rows, samples=samples,
+        sample_runs=sample_runs, narrowing=narrowing,
     )
 
 
 def function_samples(
     series: Series, function_id: int, metric: str, release_ids: np.ndarray
-) -> list[list[float]]:
-    """The function's time in every done run of these releases (0 where it was not called).
+) -> tuple[list[list[float]], list[list[int]]]:
+    """The function's time in every done run of these releases (0 where it was not called),
+    and the id of each run (its page holds its file: the chart's points link there).
 
     Reads, of each run's packed times, only the function ids and the metric's array, with
     the binary protocol on PostgreSQL (the one read of the pages that grows with the runs).
     """
     column = "self_us" if metric == "self" else "total_us"
     by_release: dict[int, list[float]] = {int(r): [] for r in release_ids}
+    runs: dict[int, list[int]] = {int(r): [] for r in release_ids}
     times = RunTimes.objects.filter(
         run__series=series, run__status=Run.DONE, run__release_id__in=list(by_release)
     ).order_by("run__created", "run__id")
-    for release_id, function_ids, values in binary_values(
-        times, ("run__release_id", "function_ids", column)
+    for release_id, run_id, function_ids, values in binary_values(
+        times, ("run__release_id", "run_id", "function_ids", column)
     ):
         hit = np.flatnonzero(np.frombuffer(function_ids, dtype=RunTimes.INT) == function_id)
         by_release[release_id].append(
             float(np.frombuffer(values, dtype=RunTimes.FLOAT)[hit[0]]) if len(hit) else 0.0
         )
-    return [by_release[int(r)] for r in release_ids]
+        runs[release_id].append(int(run_id))
+    return ([by_release[int(r)] for r in release_ids], [runs[int(r)] for r in release_ids])
 
 
 def _narrowing(

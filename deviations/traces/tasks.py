@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.cache import cache
 from django.db import InterfaceError, OperationalError
@@ -17,7 +18,7 @@ from redis.exceptions import RedisError
 
 from deviations.core.locks import site_lock_folder
 from deviations.core.queue import enqueue
-from deviations.traces import analysis, notify, store
+from deviations.traces import analysis, attempts, notify, store
 from deviations.traces.models import Series
 
 #: How long a "queued" mark (``send_once``) lives if its message is lost; the beat's
@@ -150,7 +151,17 @@ def analyse_series(series_id: int) -> str:
     """
     _started(analyse_series, series_id)
     before = store.generation(series_id)
-    result = analysis.analyse_series(series_id)
+    until = attempts.runs_until(series_id)
+    try:
+        result = analysis.analyse_series(series_id)
+    except SoftTimeLimitExceeded:
+        # Recorded, not retried: the sweeper sends none for these runs again (issue 24:
+        # it sent a series too large for the limit every 2 minutes, for ever).
+        attempts.fail(series_id, until, attempts.limit_reason())
+        return "stopped at the time limit"
+    except MemoryError:
+        attempts.fail(series_id, until, attempts.memory_reason())
+        return "out of memory"
     if store.generation(series_id) != before:
         send_once(series_alerts, series_id)
     return result
@@ -175,9 +186,13 @@ def analyse_stale_series() -> list[int]:
 
     Each finished run queues its series' analysis; this beat entry catches the ones lost
     on the way (a broker that restarted without persistence, a worker killed past its
-    retries). Two queries per series when nothing is stale.
+    retries). Two queries per series when nothing is stale. Not sent: a series whose
+    attempt for the same runs is running, failed, or was killed (``traces.attempts``):
+    a new run, or ``manage.py analyse``, tries again.
     """
-    stale = [s.pk for s in Series.objects.all() if not analysis.is_up_to_date(s)]
+    in_process = _in_process()
+    stale = [s.pk for s in Series.objects.all() if not analysis.is_up_to_date(s)
+             and attempts.to_send(s, attempts.runs_until(s.pk), in_process=in_process)]
     for series_id in stale:
         enqueue(analyse_series, series_id)
     return stale

@@ -22,7 +22,7 @@ from deviations.core.pagecache import shared_page
 from deviations.core.tables import write_csv
 from deviations.core.text import plotly_text
 from deviations.traces import annotations as notes
-from deviations.traces import charts, compare, selectors, services
+from deviations.traces import calltree, charts, compare, selectors, services
 from deviations.traces.forms import CommitSettingsForm
 from deviations.traces.matrix import MatrixQuery, cell_rows, cells_json, matrix_slice, range_problem
 from deviations.traces.models import Function, Release, ReleaseAnnotation, Run, Series
@@ -200,6 +200,8 @@ def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpRe
         figure = charts.function_cis(
             detail.releases, detail.median, detail.mean, detail.verdict, detail.digression,
             samples=detail.samples, diff=detail.diff, gap=detail.gap, unit=unit,
+            sample_urls=None if detail.sample_runs is None else [
+                [reverse("run", args=[run]) for run in runs] for runs in detail.sample_runs],
             title=f"{function.name}: {what}, {query.rule_label}",
             highlight=highlight or None, unit_label=metric.unit if metric else None,
         )
@@ -210,6 +212,7 @@ def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpRe
                                             unit_label=metric.unit if metric else None,
                                             title="Median CI against the number of runs")
     context = {
+        "why": calltree.function_flags(series, function, query.rule),
         "series": series, "function": function, "query": query, "detail": detail,
         "figure": figure, "narrowing": narrowing, "unit": unit, "metric": metric,
         "sample_word": "value" if series.is_metrics else "run",
@@ -281,6 +284,17 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
             return HttpResponse(error, status=status, content_type="text/plain; charset=utf-8")
         return _table_response(rows, compare.FIELDS, fmt,
                                f"{series.name}-{query.base}-{query.new}")
+    tree = tree_figure = None
+    tree_error = ""
+    if result is not None and not series.is_metrics:
+        try:
+            tree = calltree.release_calltree(series, query.base, query.new,
+                                             request.GET.get("calls", ""),
+                                             test=query.test)
+            tree_figure = charts.calltree_icicle(
+                tree.tree, title=f"Call tree, {query.base} → {query.new}")
+        except calltree.CallTreeError as exc:
+            tree_error = exc.message
     rows = selectors.with_units(series, rows)  # a metric's unit beside its name
     # Milliseconds, as the release page's tables of many functions (exports stay in µs);
     # a metric series' values as stored (each metric in its unit).
@@ -300,6 +314,13 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
         "export_json": "?" + query.params(format="json"),
         "sort_links": {s: "?" + query.params(sort=s) for s in compare.SORTS},
         "swap": "?" + query.params(base=query.new, new=query.base),
+        "tree": tree, "tree_figure": tree_figure, "tree_error": tree_error,
+        "calls": request.GET.get("calls", ""),
+        "tree_cut": calltree.cut_words(tree.cut) if tree is not None else "",
+        "tree_edges": (sorted(tree.edges, key=lambda e: -abs(e["diff"] or 0.0))
+                       [:calltree.MAX_TABLE_ROWS] if tree is not None else []),
+        "tree_table_max": calltree.MAX_TABLE_ROWS,
+        "tree_root_name": calltree.ROOT_NAME,
     }
     return render(request, "deviations/compare.html", context, status=status)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db.models import Count
@@ -669,3 +670,107 @@ def test_shift_rule_is_shift_verdicts_of_every_run() -> None:
             demoted += int(np.sum(practical != want.verdict))
         assert np.any((want.verdict == REGRESSION) | (want.verdict == IMPROVEMENT))
     assert demoted > 0
+
+
+def _force_out_of_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sweeper as it runs beside real workers (time limits apply there)."""
+    from deviations.traces import tasks
+
+    monkeypatch.setattr(tasks, "_in_process", lambda: False)
+
+
+def test_an_analysis_stopped_at_the_time_limit_is_not_sent_again_until_a_run_arrives(
+    monkeypatch: pytest.MonkeyPatch, client: Any,
+) -> None:
+    """Issue 24: a series too large for the task's limit was sent again by the beat every
+    2 minutes, for ever. The stopped attempt is recorded with its reason; the sweeper
+    leaves the series alone until a new run finishes; the page and the API say why."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from deviations.traces import tasks
+
+    _force_out_of_process(monkeypatch)
+    data = RandomSeries(19)
+    for number in range(3):
+        data.add_runs(number, 2)
+    real = analysis.analyse_series
+
+    def too_long(series_id: int, **kwargs: Any) -> str:
+        analysis.attempts.begin(series_id, analysis.attempts.runs_until(series_id))
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr(analysis, "analyse_series", too_long)
+    assert tasks.analyse_series(data.series.pk) == "stopped at the time limit"
+    data.series.refresh_from_db()
+    assert data.series.analysis_failure.startswith("stopped at the task's time limit")
+    assert data.series.analysis_started is None
+    sent: list[int] = []
+    monkeypatch.setattr(tasks, "enqueue", lambda task, series_id: sent.append(series_id))
+    for _ in range(3):  # beat minutes: nothing is sent again
+        assert tasks.analyse_stale_series() == []
+    assert sent == []
+    user = get_user_model().objects.create_user("viewer")
+    client.force_login(user)
+    page = client.get(data.series.get_absolute_url()).content.decode()
+    assert "stopped at the task&#x27;s time limit" in page
+    assert 'id="analysis-failure"' in page
+    # A new run: tried again, and when it finishes the failure is gone.
+    data.add_runs(3, 2)
+    assert tasks.analyse_stale_series() == [data.series.pk]
+    monkeypatch.setattr(analysis, "analyse_series", real)
+    tasks.analyse_series(data.series.pk)
+    data.series.refresh_from_db()
+    assert data.series.analysis_failure == ""
+    assert data.series.analysis_failed_at is None
+    assert analysis.is_up_to_date(data.series)
+    assert 'id="analysis-failure"' not in client.get(
+        data.series.get_absolute_url()).content.decode()
+
+
+def test_an_attempt_running_or_killed_is_not_sent_beside_itself(
+    monkeypatch: pytest.MonkeyPatch, settings: Any,
+) -> None:
+    """A long analysis still running was sent again by the beat every 2 minutes; one
+    killed outright (hard limit, the kernel's OOM killer) could record nothing. The sweeper
+    now sees the running attempt, and past the hard limit records it as killed."""
+    from deviations.traces import attempts, tasks
+
+    _force_out_of_process(monkeypatch)
+    sent: list[int] = []
+    monkeypatch.setattr(tasks, "enqueue", lambda task, series_id: sent.append(series_id))
+    data = RandomSeries(20)
+    for number in range(3):
+        data.add_runs(number, 2)
+    attempts.begin(data.series.pk, attempts.runs_until(data.series.pk))
+    assert tasks.analyse_stale_series() == []  # running: not twice
+    Series.objects.filter(pk=data.series.pk).update(
+        analysis_started=timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 61))
+    assert tasks.analyse_stale_series() == []  # past the hard limit: killed, recorded
+    data.series.refresh_from_db()
+    assert data.series.analysis_failure.startswith("did not finish: its worker was stopped")
+    assert tasks.analyse_stale_series() == []
+    assert sent == []
+    # An attempt that ended on an error (a database gone, retried by the task) is not a
+    # failure: the sweeper sends it again, as before.
+    attempts.finish(data.series.pk)
+    attempts.begin(data.series.pk, attempts.runs_until(data.series.pk))
+    attempts.end(data.series.pk)
+    assert tasks.analyse_stale_series() == [data.series.pk]
+
+
+def test_an_analysis_that_fails_on_an_error_is_no_longer_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = RandomSeries(21)
+    for number in range(3):
+        data.add_runs(number, 2)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("disk")
+
+    monkeypatch.setattr(analysis, "compute", broken)
+    with pytest.raises(OSError, match="disk"):
+        analysis.analyse_series(data.series.pk)
+    data.series.refresh_from_db()
+    assert data.series.analysis_started is None
+    assert data.series.analysis_failure == ""

@@ -2,7 +2,7 @@
 (``manage.py reingest``): the files are kept, so nothing needs uploading again.
 
 Each run is re-measured on its own: its stored file is parsed outside any transaction,
-then one transaction replaces the run's times, thread selection, summary and status (a
+then one transaction replaces the run's times and call tree, thread selection, summary and status (a
 selection the file does not hold makes the run ``failed`` with the reason, as at upload;
 re-measuring with the first selection brings its times back) and drops the series' stored
 analysis (derived data: the times of a run it had seen changed), so that an interruption
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from deviations.traces.models import Run, RunTimes, Series
+from deviations.traces.models import Run, RunCalls, RunTimes, Series
 from deviations.traces.services import drop_analysis
 from deviations.traces.uploads import runs
 from deviations.traces.uploads.runs import ThreadOptions
@@ -57,6 +57,7 @@ def reingest_run(run: Run, options: ThreadOptions) -> Remeasured:
             return Remeasured(run.pk, "skipped", f"skipped {name}: run {run.pk} changed "
                               "meanwhile (deleted, or its file expired)")
         RunTimes.objects.filter(run=locked).delete()
+        RunCalls.objects.filter(run=locked).delete()
         locked.options = options.as_dict()
         locked.finished = timezone.now()
         if isinstance(parsed, TraceError):

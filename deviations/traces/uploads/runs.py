@@ -34,7 +34,7 @@ from deviations.core.versions import (
     check_series_name,
     check_version,
 )
-from deviations.traces.models import Function, Release, Run, RunTimes, Series
+from deviations.traces.models import Function, Release, Run, RunCalls, RunTimes, Series
 from deviations.traces.uploads import files
 from ingest.services import FunctionTimes, TraceError, parse_trace
 
@@ -561,8 +561,8 @@ def _function_ids_copy(series: Series, names: list[str], digests: list[str]) -> 
 
 
 def write_times(run: Run, result: FunctionTimes) -> None:
-    """The run's functions and packed times, in the caller's transaction; the run has no
-    times yet (a pending run, or one whose times ``reingest`` deleted)."""
+    """The run's functions, packed times and call tree, in the caller's transaction; the
+    run has no times yet (a pending run, or one whose times ``reingest`` deleted)."""
     ids = _function_ids(run.series, result.names)
     # lz4, not pglz, for the run's 32 MB of times (a million functions): 1.0 s of server
     # CPU became 0.3 s (tests.benchmarks.names).
@@ -572,6 +572,9 @@ def write_times(run: Run, result: FunctionTimes) -> None:
     RunTimes.pack(run, ids, result.self_us, result.total_us, result.calls).save(
         force_insert=True
     )
+    # The call tree beside the times, in the same transaction: a run has both or neither.
+    callers = np.where(result.caller >= 0, ids[np.maximum(result.caller, 0)], RunCalls.ROOT)
+    RunCalls.pack(run, callers, ids[result.callee], result.edge_us).save(force_insert=True)
 
 
 def _store(run: Run, result: FunctionTimes) -> None:

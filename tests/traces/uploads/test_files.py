@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import io
 import json
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -206,3 +207,29 @@ def test_file_urls_name_the_runs_whose_file_is_kept(send: Any, settings: Any) ->
     assert files.file_urls([first["run"], second["run"], 999]) == {
         first["run"]: f"/runs/{first['run']}/file"
     }
+
+
+def test_each_run_point_of_a_function_page_opens_the_run_and_its_file(
+    trace_storage: Any, send: Any, client: Client
+) -> None:
+    """Issue 21: a point of the chart (a run, with ?runs=1) links to its run's page, which
+    downloads the file the run was measured from, byte for byte."""
+    from deviations.traces.models import Function
+
+    sent = {}
+    for k, release in enumerate(("1.0", "1.0", "2.0", "2.0")):
+        data = trace(("Paint", 0, 100 + k), ("Layout", 200, 30))
+        sent[send(data, f"run{k}.json", release=release)["run"]] = data
+    paint = Function.objects.get(series__name="web", name="Paint")
+    html = client.get(f"/series/web/functions/{paint.pk}/?runs=1").content.decode()
+    figure = json.loads(re.search(
+        r'<script id="function-figure" type="application/json">(.*?)</script>', html,
+        re.S).group(1))
+    runs = next(t for t in figure["data"] if t["name"] == "runs")
+    urls = [c[0] for c in runs["customdata"]]
+    assert sorted(urls) == sorted(f"/runs/{r}/" for r in sent)
+    assert "click: the run and its file" in runs["hovertemplate"]
+    for url in urls:
+        run_id = int(url.strip("/").split("/")[1])
+        assert f'href="/runs/{run_id}/file"' in client.get(url).content.decode()
+        assert download(client, run_id)[1] == sent[run_id]

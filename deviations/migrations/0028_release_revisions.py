@@ -6,7 +6,7 @@ import deviations.traces.models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("deviations", "0025_alert_triage"),
+        ("deviations", "0027_analysis_attempts"),
     ]
 
     operations = [
