@@ -2,9 +2,10 @@
 
 Two forms, read without touching the database:
 
-- a CSV manifest with a header ``release,file`` or ``release,file,order`` (one run per
-  row; relative file paths are relative to the manifest's folder; ``order`` optional,
-  sorting the release by that number instead of its version);
+- a CSV manifest with a header ``release,file``, then optionally ``order`` and
+  ``revision`` columns (one run per row; relative file paths are relative to the
+  manifest's folder; ``order`` sorts the release by that number instead of its version;
+  ``revision`` is the commit the release was built from, the same on each of its rows);
 - a folder holding one folder per release, named by its version, with that release's
   trace files (``*.json``, ``*.json.gz``) inside.
 
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deviations.core.errors import UserError
-from deviations.core.versions import check_order, check_version
+from deviations.core.versions import check_order, check_revision, check_version
 
 _TRACE_SUFFIXES = (".json", ".json.gz", ".gz")
 #: Benchmark results files a release folder may hold (``ingest.results``' formats).
@@ -35,6 +36,7 @@ class ManifestEntry:
     release: str
     path: Path
     order: int | None = None
+    revision: str | None = None
 
 
 def read_manifest(path: Path) -> list[ManifestEntry]:
@@ -46,28 +48,39 @@ def read_manifest(path: Path) -> list[ManifestEntry]:
         raise ManifestError(f"{name}: cannot read the manifest ({exc})") from None
     rows = csv.reader(text.splitlines())
     header = [h.strip().lower() for h in next(rows, [])]
-    if header not in (["release", "file"], ["release", "file", "order"]):
+    extra = header[2:]
+    if header[:2] != ["release", "file"] or len(set(extra)) != len(extra) or not set(
+            extra) <= {"order", "revision"}:
         raise ManifestError(
-            f"{name}: line 1: the header must be 'release,file' or 'release,file,order', "
-            f"not {','.join(header)!r}"
+            f"{name}: line 1: the header must be 'release,file', then optionally 'order' "
+            f"and 'revision' columns, not {','.join(header)!r}"
         )
     entries = []
+    revisions: dict[str, str | None] = {}
     for line, row in enumerate(rows, start=2):
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):
             raise ManifestError(f"{name}: line {line}: {len(row)} fields, expected "
                                 f"{len(header)}")
-        release, file = row[0].strip(), row[1].strip()
+        cells = dict(zip(header, (cell.strip() for cell in row), strict=True))
+        release, file = cells["release"], cells["file"]
+        revision = cells.get("revision") or None
         try:
             check_version(release)
-            order = int(row[2]) if len(row) == 3 and row[2].strip() else None
+            order = int(cells["order"]) if cells.get("order") else None
             check_order(order)
+            if revision is not None:
+                check_revision(revision)
         except ValueError as exc:  # UserError, or a non-integer order
             raise ManifestError(f"{name}: line {line}: {exc}") from None
         if not file:
             raise ManifestError(f"{name}: line {line}: no file")
-        entries.append(ManifestEntry(release, (path.parent / file), order))
+        if revisions.setdefault(release, revision) != revision:
+            raise ManifestError(
+                f"{name}: line {line}: release {release!r} has revision "
+                f"{revisions[release]!r} on an earlier line, {revision!r} here")
+        entries.append(ManifestEntry(release, (path.parent / file), order, revision))
     if not entries:
         raise ManifestError(f"{name}: the manifest lists no runs")
     return entries

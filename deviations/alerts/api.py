@@ -57,6 +57,15 @@ class AlertOut(Schema):
     nudged_at: str | None
     explanation: str
     url: str
+    #: The culprit range (``selectors.CulpritRange``): the last good and first bad
+    #: releases, their revisions (null when not given), "r1..r2" (or the versions), and
+    #: the series' log link (null without a template or both revisions).
+    last_good: str
+    first_bad: str
+    last_good_revision: str | None
+    first_bad_revision: str | None
+    culprit_range: str
+    log_url: str | None
 
 
 class FiltersIn(Schema):

@@ -140,14 +140,24 @@ def group_subject(group: AlertGroup, told: list[Alert]) -> str:
     )
 
 
+def range_line(r: selectors.CulpritRange) -> str:
+    """``Commits: r1234..r1240 <log URL>`` (the versions when a revision is missing)."""
+    return f"Commits: {r.text}" + (f" {r.log_url}" if r.log_url else "")
+
+
 def group_body(group: AlertGroup, told: list[Alert], why: str) -> str:
     lines = [
         f"{group.family}: {_counts(told)} between {group.from_label} and {group.to_label}"
         + (", largest first:" if len(told) > 1 else ":"),
-        "",
     ]
+    if group.detector == Alert.TRACE:
+        lines.append(range_line(selectors.group_range(group)))
+    lines.append("")
+    ranges = selectors.culprit_ranges(told[:TOP])
     for k, a in enumerate(told[:TOP], 1):
         lines.append(f"{k}. {one_line(a.explanation)}")
+        if a.detector == Alert.TRACE and len(told) > 1:
+            lines.append(f"   {range_line(ranges[a.pk])}")
         if a.nudged:
             lines.append(f"   {one_line(selectors.moved_line(a))}")
         lines.append(f"   {alerts.site_url(a.get_absolute_url())}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -14,6 +15,7 @@ from deviations.alerts import nudging
 from deviations.alerts.models import Alert, AlertGroup, Ignore, Subscription
 from deviations.alerts.services import normalise_email
 from deviations.core.packing import name_digest
+from deviations.traces.models import Release, Series
 
 
 def user_subscriptions(user: Any) -> QuerySet[Subscription]:
@@ -84,6 +86,120 @@ def subject_url(a: Alert) -> str | None:
         return reverse("histograms:probe", args=[a.probe_id]) + (
             f"?build={quote(a.to_label)}" if a.change_id else "")
     return None
+
+
+# --- Culprit ranges: the commits between the last good and the first bad release ---------
+
+
+@dataclass(frozen=True)
+class CulpritRange:
+    """Where a change happened: after ``last_good`` and by ``first_bad`` (versions), with
+    their revisions when the releases carry them, the series' log URL of the commits in
+    between (``Series.log_url_template``, revisions URL-quoted) and a one-line ``text``:
+    ``r1234..r1240`` from revisions, ``54.0.2837.0..54.0.2840.0`` from versions when a
+    revision is missing. For a histogram or canary alert ``series`` is its family and
+    there are no revisions."""
+
+    series: str
+    last_good: str
+    first_bad: str
+    last_good_revision: str | None
+    first_bad_revision: str | None
+    log_url: str | None
+    text: str
+
+    @property
+    def has_revisions(self) -> bool:
+        return self.last_good_revision is not None and self.first_bad_revision is not None
+
+
+def log_url(template: str, from_revision: str, to_revision: str) -> str:
+    """``template`` with ``{from}`` and ``{to}`` replaced by the revisions, URL-quoted (a
+    quoted value holds no brace, so one substitution cannot feed the other)."""
+    return (template.replace("{from}", quote(from_revision, safe=""))
+            .replace("{to}", quote(to_revision, safe="")))
+
+
+def make_range(series: str, last_good: str, first_bad: str, last_good_revision: str | None,
+               first_bad_revision: str | None, template: str = "") -> CulpritRange:
+    """The range between two releases, named by revisions when both have one."""
+    both = bool(last_good_revision) and bool(first_bad_revision)
+    url = None
+    if both and template:
+        url = log_url(template, last_good_revision or "", first_bad_revision or "")
+    text = (f"{last_good_revision}..{first_bad_revision}" if both
+            else f"{last_good}..{first_bad}")
+    return CulpritRange(series, last_good, first_bad, last_good_revision or None,
+                        first_bad_revision or None, url, text)
+
+
+def series_ranges(series: Series, pairs: Iterable[tuple[str, str]]
+                  ) -> dict[tuple[str, str], CulpritRange]:
+    """The culprit range of each (last good, first bad) pair of versions of a series, the
+    revisions read in one query (a version no longer there has none)."""
+    pairs = list(dict.fromkeys(pairs))
+    wanted = {v for pair in pairs for v in pair}
+    revisions = dict(Release.objects.filter(series=series, version__in=wanted)
+                     .exclude(revision="").values_list("version", "revision"))
+    return {(a, b): make_range(series.name, a, b, revisions.get(a), revisions.get(b),
+                               series.log_url_template) for a, b in pairs}
+
+
+def culprit_ranges(alerts: Iterable[Alert]) -> dict[int, CulpritRange]:
+    """The culprit range of each alert by id: for a trace alert (a function's change at
+    the boundary between two consecutive analysed releases) the last good release is the
+    one before the boundary, the first bad the one after; one query per series."""
+    alerts = list(alerts)
+    by_series: dict[int, list[Alert]] = {}
+    out: dict[int, CulpritRange] = {}
+    for a in alerts:
+        if a.detector == Alert.TRACE and a.series_id is not None:
+            by_series.setdefault(a.series_id, []).append(a)
+        else:
+            out[a.pk] = make_range(a.group.family, a.from_label, a.to_label, None, None)
+    for series in Series.objects.filter(pk__in=list(by_series)):
+        ranges = series_ranges(series, [(a.from_label, a.to_label)
+                                        for a in by_series[series.pk]])
+        for a in by_series[series.pk]:
+            out[a.pk] = ranges[(a.from_label, a.to_label)]
+    return out
+
+
+def culprit_range(alert: Alert) -> CulpritRange:
+    """The range of commits that holds the alert's cause: between its last good and first
+    bad release (``CulpritRange``)."""
+    return culprit_ranges([alert])[alert.pk]
+
+
+def group_ranges(groups: Iterable[AlertGroup]) -> dict[int, CulpritRange]:
+    """The range of each group by id: from the release before its first boundary to the
+    last release of its last one (the union of its alerts' ranges); one query per series."""
+    groups = list(groups)
+    traced = {g.family for g in groups if g.detector == Alert.TRACE}
+    series = {s.name: s for s in Series.objects.filter(name__in=traced)}
+    out = {}
+    for name, one in series.items():
+        mine = [g for g in groups if g.detector == Alert.TRACE and g.family == name]
+        ranges = series_ranges(one, [(g.from_label, g.to_label) for g in mine])
+        out.update({g.pk: ranges[(g.from_label, g.to_label)] for g in mine})
+    for g in groups:
+        if g.pk not in out:
+            out[g.pk] = make_range(g.family, g.from_label, g.to_label, None, None)
+    return out
+
+
+def group_range(group: AlertGroup) -> CulpritRange:
+    """The range of a whole group (``group_ranges``)."""
+    return group_ranges([group])[group.pk]
+
+
+def with_ranges(alerts: Iterable[Alert]) -> list[Alert]:
+    """The alerts, each with its ``culprit`` range (``CulpritRange``) for templates."""
+    alerts = list(alerts)
+    ranges = culprit_ranges(alerts)
+    for a in alerts:
+        a.culprit = ranges[a.pk]  # type: ignore[attr-defined]
+    return alerts
 
 
 def nudge_targets(alert: Alert) -> list[nudging.Boundary]:
@@ -195,6 +311,7 @@ class GroupRow:
     improvements: int
     changes: int
     latest: Any
+    range: CulpritRange | None = None  # the group's culprit range
 
     @property
     def top(self) -> Alert:
@@ -224,6 +341,7 @@ def group_rows(alerts: QuerySet[Alert], limit: int = 50, offset: int = 0) -> lis
     for a in alerts.filter(group_id__in=list(by_group)):
         by_group[a.group_id].append(a)
     rows = []
+    ranges = group_ranges(groups)
     for g in groups:
         members = sorted(by_group[g.pk], key=lambda a: (-a.size, a.pk))
         rows.append(GroupRow(
@@ -233,6 +351,7 @@ def group_rows(alerts: QuerySet[Alert], limit: int = 50, offset: int = 0) -> lis
             sum(a.direction == Alert.IMPROVEMENT for a in members),
             sum(a.direction == Alert.CHANGE for a in members),
             g.latest,  # type: ignore[attr-defined]
+            ranges[g.pk],
         ))
     return rows
 
@@ -244,11 +363,13 @@ def untriaged_groups(limit: int = 20) -> list[GroupRow]:
 
 def group_alerts(group: AlertGroup) -> list[Alert]:
     """A group's alerts, largest effect first (the group page)."""
-    found = group.alerts.select_related("assignee", "status_by", "function", "nudged_by")
-    return sorted(found, key=lambda a: (-a.size, a.pk))
+    found = group.alerts.select_related("assignee", "status_by", "function", "nudged_by",
+                                        "group")
+    return with_ranges(sorted(found, key=lambda a: (-a.size, a.pk)))
 
 
 def export_rows(alerts: QuerySet[Alert]) -> list[dict[str, Any]]:
+    alerts = with_ranges(alerts)  # type: ignore[assignment]
     return [
         {
             "id": a.pk, "group": a.group_id, "detector": a.detector, "family": a.group.family,
@@ -267,6 +388,7 @@ def export_rows(alerts: QuerySet[Alert]) -> list[dict[str, Any]]:
             "nudged_by": a.nudged_by.get_username() if a.nudged_by else None,
             "nudged_at": a.nudged_at.isoformat() if a.nudged_at else None,
             "explanation": a.explanation, "url": a.get_absolute_url(),
+            **range_columns(a.culprit),  # type: ignore[attr-defined]
         }
         for a in alerts
     ]
@@ -278,7 +400,16 @@ EXPORT_FIELDS = ["id", "group", "detector", "family", "subject", "metric", "rule
                  "distance", "threshold", "method", "level", "n_before", "n_after",
                  "provisional", "status", "assignee", "bug_url", "created",
                  "detected_from", "detected_to", "nudged_by", "nudged_at", "explanation",
-                 "url"]
+                 "url", "last_good", "first_bad", "last_good_revision", "first_bad_revision",
+                 "culprit_range", "log_url"]
+
+
+def range_columns(r: CulpritRange) -> dict[str, str | None]:
+    """A culprit range as export columns (alerts, the analysis' deviations)."""
+    return {"last_good": r.last_good, "first_bad": r.first_bad,
+            "last_good_revision": r.last_good_revision,
+            "first_bad_revision": r.first_bad_revision, "culprit_range": r.text,
+            "log_url": r.log_url}
 
 
 # --- What a function or probe page shows -------------------------------------------------
@@ -286,7 +417,7 @@ EXPORT_FIELDS = ["id", "group", "detector", "family", "subject", "metric", "rule
 
 def function_alerts(series_name: str, function_id: int) -> list[Alert]:
     """The alerts of one function, newest boundary first (its page explains them)."""
-    return list(
+    return with_ranges(
         Alert.objects.filter(detector=Alert.TRACE, group__family=series_name,
                              function_id=function_id)
         .select_related("group", "nudged_by").order_by("-to_key", "metric", "rule")

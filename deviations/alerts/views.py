@@ -89,7 +89,7 @@ def _group_page(request: HttpRequest, group: AlertGroup, *, error: str = "",
         "posted_upstream": request.POST.get("upstream", "")[:20] if link_error else "",
         "group": group, "alerts": selectors.group_alerts(group),
         "links": selectors.group_links(group), "statuses": Alert.STATUSES,
-        "error": error, "posted": posted,
+        "range": selectors.group_range(group), "error": error, "posted": posted,
         "chosen": set(_numbers(request.POST.getlist("alert"))) if error else set(),
         # Who can be assigned: a list the assignee field offers (it stays free text), read
         # only for the signed-in users who see the form.
@@ -137,6 +137,7 @@ def _alert_page(request: HttpRequest, alert_id: int, *, error: str = "",
         "alert": alert, "notes": alert.notes.select_related("author"),
         "links": selectors.group_links(alert.group), "statuses": Alert.STATUSES,
         "subject_url": selectors.subject_url(alert),
+        "range": selectors.culprit_range(alert),
         "neighbours": selectors.nudge_targets(alert), "nudge_error": error,
     }, status=status)
 

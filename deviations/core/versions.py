@@ -68,3 +68,42 @@ def sort_key(version: str, order: int | None = None) -> str:
             raise UserError(f"{text!r} has a number longer than {_DIGITS} digits")
         parts[i] = digits.rjust(_DIGITS, "0")
     return "".join(parts)
+
+
+#: The longest revision a release may carry (a git hash is 40 or 64, an svn number fewer).
+MAX_REVISION = 100
+
+
+def check_revision(revision: str) -> str:
+    """``revision`` (a commit hash or number) if a release can carry it, else ``UserError``:
+    1 to 100 printable characters, no whitespace (it goes into log URLs and CI output)."""
+    if not revision or len(revision) > MAX_REVISION or any(
+            ch.isspace() or not ch.isprintable() for ch in revision):
+        raise UserError(
+            f"revision {revision[:120]!r} is not valid: 1 to {MAX_REVISION} printable "
+            "characters without spaces (a commit hash or number)", code="invalid_revision")
+    return revision
+
+
+#: The longest log-URL template a series may carry.
+MAX_LOG_URL_TEMPLATE = 500
+
+
+def check_log_url_template(template: str) -> str:
+    """``template`` if it can link a series' commit ranges, else ``UserError``: an http(s)
+    URL of at most 500 printable characters without spaces holding ``{from}`` and ``{to}``
+    (e.g. ``https://github.com/o/r/compare/{from}...{to}``)."""
+    problem = ""
+    if len(template) > MAX_LOG_URL_TEMPLATE:
+        problem = f"at most {MAX_LOG_URL_TEMPLATE} characters"
+    elif any(ch.isspace() or not ch.isprintable() for ch in template):
+        problem = "no spaces or control characters"
+    elif not template.lower().startswith(("http://", "https://")) or len(
+            template.split("://", 1)[1].split("/", 1)[0]) == 0:
+        problem = "it must start with http:// or https:// and a host"
+    elif "{from}" not in template or "{to}" not in template:
+        problem = "it must contain {from} and {to}"
+    if problem:
+        raise UserError(f"log URL template {template[:120]!r} is not valid: {problem}",
+                        code="invalid_log_url_template")
+    return template

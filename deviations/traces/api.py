@@ -17,7 +17,7 @@ from deviations.core.errors import UserError
 from deviations.core.models import Ownership
 from deviations.core.uploads import check_upload_size
 from deviations.traces import annotations as notes
-from deviations.traces import calltree, compare, selectors, services
+from deviations.traces import calltree, compare, gate, selectors, services
 from deviations.traces.models import Release, ReleaseAnnotation, Run, Series
 from deviations.traces.uploads.results import read_upload, set_metric, store_results
 from deviations.traces.uploads.runs import ThreadOptions
@@ -59,6 +59,8 @@ QUEUED_NOTE = (
 class ReleaseOut(Schema):
     version: str
     order: int | None
+    #: The commit the release was built from ("" when not given).
+    revision: str
     runs_done: int
     runs_failed: int
     runs_pending: int
@@ -73,6 +75,9 @@ class SeriesOut(Schema):
     default_rule: str
     min_relative_change: float
     min_absolute_change_us: float
+    #: Links the commits between two releases: ``{from}`` and ``{to}`` are replaced by
+    #: their revisions ("" when not set).
+    log_url_template: str
     #: Why the last analysis did not finish (its time limit, memory), or "" (issue 24)
     analysis_failure: str
 
@@ -83,6 +88,14 @@ class SeriesSettingsIn(Schema):
     default_rule: Literal["shifts", "paper"] | None = None
     min_relative_change: float | None = Field(None, ge=0, le=10)
     min_absolute_change_us: float | None = Field(None, ge=0)
+    #: http(s) URL with {from} and {to}, at most 500 characters; "" removes it.
+    log_url_template: str | None = None
+
+
+class ReleaseIn(Schema):
+    """The explicit change of a release's revision ("" clears it); owners."""
+
+    revision: str
 
 
 SETTINGS = ("default_rule", "min_relative_change", "min_absolute_change_us")
@@ -111,7 +124,7 @@ def run_out(run: Run, duplicate: bool = False) -> dict[str, Any]:
     "/series/{name}/releases/{version}/runs",
     auth=TokenAuth(),
     response={201: RunOut, 200: RunOut, 400: FailedRunOut | ErrorOut, 403: ErrorOut,
-              413: ErrorOut, 507: ErrorOut},
+              409: ErrorOut, 413: ErrorOut, 507: ErrorOut},
     summary="Upload one trace file as a run of a release",
 )
 def upload_run(
@@ -123,8 +136,12 @@ def upload_run(
     process_name: Form[str] = "Renderer",
     all_threads: Form[bool] = False,
     order: Form[int | None] = None,
+    revision: Form[str | None] = None,
 ) -> Status[dict[str, Any]]:
-    """The series and release are created if new. 201: a new run (`pending` until a worker
+    """The series and release are created if new; `revision` (optional) is the commit the
+    release was built from: stored on a release without one, and a release that carries
+    another is refused with 409 (change it with `PATCH /api/series/NAME/releases/VERSION`).
+    201: a new run (`pending` until a worker
     ingests it, or already `done` when tasks run in-process); 200: the same bytes were
     already a run of this series (`duplicate: true`, nothing stored twice); poll
     `status_url` until the status is `done` or `failed`. 400: a bad name, or (tasks
@@ -142,6 +159,7 @@ def upload_run(
         ThreadOptions(thread_name, process_name, all_threads),
         order=order,
         user=request.auth,
+        revision=revision or None,
     )
     entry = submission.registered[0]
     entry.run.refresh_from_db()
@@ -173,7 +191,8 @@ class ResultsOut(Schema):
 @router.post(
     "/series/{name}/results",
     auth=TokenAuth(),
-    response={201: ResultsOut, 200: ResultsOut, 400: ErrorOut, 403: ErrorOut, 413: ErrorOut},
+    response={201: ResultsOut, 200: ResultsOut, 400: ErrorOut, 403: ErrorOut, 409: ErrorOut,
+              413: ErrorOut},
     summary="Upload one benchmark results file into a metric series",
 )
 def upload_results(
@@ -184,12 +203,15 @@ def upload_results(
     order: Form[int | None] = None,
     format: Form[Literal["google-benchmark", "pytest-benchmark", "hyperfine", "asv",  # noqa: A002
                          "perfherder", "bmf", "csv"] | None] = None,
+    revision: Form[str | None] = None,
 ) -> Status[dict[str, Any]]:
     """Any supported CI results file: Google Benchmark, pytest-benchmark, hyperfine, asv,
     Perfherder (`PERFHERDER_DATA` JSON or log), Bencher Metric Format, or CSV
     `release,metric,value[,unit,direction]` (whose rows name their releases: then no
     `release`). The format is read from the content unless `format` says it. The series
-    is created as a metric series if new. Stored whole or not at all, then analysed. 201:
+    is created as a metric series if new; `revision` (with `release`) is the commit the
+    release was built from (409 when the release carries another). Stored whole or not at
+    all, then analysed. 201:
     stored; 200: these bytes were stored before (`duplicate`), nothing twice; 400: a bad
     file or name (`detail` names the file and the reason: nothing stored); 403: the series
     belongs to others; 413: over the size limit."""
@@ -198,7 +220,8 @@ def upload_results(
         raise UserError("no file: send the results as the multipart field 'file'")
     data = read_upload(file, file.name or "upload")
     stored = store_results(name, data, file.name or "upload", release=release or None,
-                           order=order, fmt=format, user=request.auth)
+                           order=order, fmt=format, user=request.auth,
+                           revision=revision or None)
     out = {**stored.to_dict(), "series_url": reverse("series", args=[name])}
     return Status(200 if all(dup for _, dup in stored.runs) else 201, out)
 
@@ -244,17 +267,25 @@ def list_series(request: HttpRequest) -> list[dict[str, Any]]:
 
 def _series_out(s: Series) -> dict[str, Any]:
     return {"name": s.name, "kind": s.kind, "description": s.description, "releases": s.n,
+            "log_url_template": s.log_url_template,
             "analysis_failure": s.analysis_failure, **{k: getattr(s, k) for k in SETTINGS}}
 
 
 @router.patch(
     "/series/{name}", auth=TokenAuth(), response={200: SeriesOut, 403: ErrorOut},
-    summary="Change a series' default rule or minimum practical change (owners)",
+    summary="Change a series' default rule, minimum practical change or log-URL template "
+    "(owners)",
 )
 def update_series(request: HttpRequest, name: str, body: SeriesSettingsIn) -> dict[str, Any]:
+    """`log_url_template`: an http(s) URL holding `{from}` and `{to}` (the revisions of the
+    last good and first bad release, URL-quoted), e.g.
+    `https://github.com/o/r/compare/{from}...{to}`; "" removes it; 400 names the problem."""
     series = get_object_or_404(Series.objects.annotate(n=Count("releases")), name=name)
     access.check_write(request.auth, Ownership.SERIES, [series.name])
     changed = body.dict(exclude_none=True)
+    template = changed.pop("log_url_template", None)
+    if template is not None:
+        services.set_log_url_template(series, template, request.auth)
     for key, value in changed.items():
         setattr(series, key, value)
     series.save(update_fields=list(changed) or None)
@@ -269,6 +300,22 @@ def update_series(request: HttpRequest, name: str, body: SeriesSettingsIn) -> di
 def list_releases(request: HttpRequest, name: str) -> list[Any]:
     series = get_object_or_404(Series, name=name)
     return selectors.releases_with_counts(series)
+
+
+@router.patch(
+    "/series/{name}/releases/{version}", auth=TokenAuth(),
+    response={200: ReleaseOut, 400: ErrorOut, 403: ErrorOut},
+    summary="Change a release's revision (owners)",
+)
+def update_release(request: HttpRequest, name: str, version: str, body: ReleaseIn) -> Any:
+    """The explicit change of the commit a release was built from (uploads that name
+    another revision are refused with 409); "" clears it. 400: not 1 to 100 printable
+    characters without spaces."""
+    release = get_object_or_404(Release.objects.select_related("series"), series__name=name,
+                                version=version)
+    services.set_release_revision(release, body.revision, request.auth)
+    return next(r for r in selectors.releases_with_counts(release.series)
+                if r.pk == release.pk)
 
 
 @router.get(
@@ -494,3 +541,41 @@ def delete_annotation(request: HttpRequest, name: str, annotation_id: int) -> di
     out = notes.annotation_out(note)
     notes.delete_annotation(request.auth, note)
     return out
+
+
+class GateOut(Schema):
+    """The CI gate's verdict (``traces.gate``): ``verdict`` pass, fail or not_ready with
+    ``exit_code`` 0, 1 or 3 as `manage.py check_release` exits; the flags at the boundary
+    from ``previous`` to the release, ``blocking`` those that fail it; ``markdown`` the
+    summary for a pull request."""
+
+    series: str
+    release: str
+    previous: str | None
+    verdict: str
+    exit_code: int
+    reason: str
+    rule: str
+    include_provisional: bool
+    release_url: str
+    range: dict[str, Any] | None
+    regressions: list[dict[str, Any]]
+    improvements: list[dict[str, Any]]
+    blocking: list[dict[str, Any]]
+    markdown: str
+
+
+@router.get(
+    "/series/{name}/releases/{version}/check",
+    response={200: GateOut, 404: ErrorOut},
+    summary="The CI gate: may this release ship (no untriaged regression)?",
+)
+def check_release(request: HttpRequest, name: str, version: str,
+                  include_provisional: bool = False) -> dict[str, Any]:
+    """The verdict of `manage.py check_release` as JSON, for CI without shell access:
+    `verdict` is `pass` (no untriaged regression from the previous release), `fail`
+    (`blocking` lists them) or `not_ready` (a run of the release still being ingested, or
+    the analysis not up to date: ask again later); always 200 for a known release, so
+    gate on the body, e.g. `jq -e '.verdict == "pass"'`. 404: unknown series or release."""
+    return gate.check_release(name, version,
+                              include_provisional=include_provisional).as_dict()

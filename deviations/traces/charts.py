@@ -200,6 +200,7 @@ def deviation_matrix(
     n_before: npt.ArrayLike | None = None,
     n_after: npt.ArrayLike | None = None,
     early: npt.ArrayLike | None = None,
+    pair_ranges: Sequence[str] | None = None,
 ) -> Figure:
     """The deviation matrix of seed 003, Figure 9: functions × consecutive release pairs.
 
@@ -229,6 +230,9 @@ def deviation_matrix(
         above :data:`AUTO_MAX_SQUARES` of them.
     release_urls : sequence of str, length R, optional
         Relative or http(s) URL of each release's page: its tick label links there.
+    pair_ranges : sequence of str, length R-1, optional
+        Each pair's culprit range (``r1234..r1240``, untrusted text): a deviation's hover
+        names it.
 
     Notes
     -----
@@ -283,6 +287,10 @@ def deviation_matrix(
         raise ValueError(f"function_urls must have {n_f} entries, got {len(function_urls)}")
     urls = [None] * n_f if function_urls is None else [_check_url(u) for u in function_urls]
     fnames, rnames = _texts(functions), _texts(releases)
+    if pair_ranges is not None and len(pair_ranges) != n_r - 1:
+        raise ValueError(f"pair_ranges must have {n_r - 1} entries, got {len(pair_ranges)}")
+    commits = [""] * (n_r - 1) if pair_ranges is None else [
+        f" · commits {t}" for t in _texts(pair_ranges)]
     per = US_PER_UNIT[unit]
     hover = _HOVER_MATRIX.replace("UNIT", UNIT_LABEL[unit])
 
@@ -313,11 +321,12 @@ def deviation_matrix(
             sizes = marker_size(rel[fi, pi], np.ones(len(fi)))
             marker["size"] = sizes.tolist()
             starts = dig[fi, pi]
-            for c, s, p, e in zip(custom, starts.tolist(), late[fi, pi].tolist(),
-                                  soon[fi, pi].tolist(), strict=True):
+            for c, s, p, e, q in zip(custom, starts.tolist(), late[fi, pi].tolist(),
+                                     soon[fi, pi].tolist(), pi.tolist(), strict=True):
                 c.append((" · starts a digression (comes back later)" if s else "")
                          + (" · early (sent before it is final)" if e else
-                            " · provisional (later releases may change it)" if p else ""))
+                            " · provisional (later releases may change it)" if p else "")
+                         + commits[q])
             template += "%{customdata[15]}"
             rings_x += [x[i] for i in np.flatnonzero(starts)]
             rings_y += [y[i] for i in np.flatnonzero(starts)]

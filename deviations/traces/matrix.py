@@ -233,9 +233,11 @@ def matrix_slice(series: Series, query: MatrixQuery) -> MatrixSlice | None:
     )
 
 
-def cell_rows(view: MatrixSlice) -> Iterator[dict[str, Any]]:
-    """The shown cells with a verdict, as export rows (µs; DESIGN's deviations fields)."""
-    return selectors.deviation_cells(view.function_names, view.releases, view.arrays)
+def cell_rows(view: MatrixSlice, series: Series) -> Iterator[dict[str, Any]]:
+    """The shown cells with a verdict, as export rows (µs; DESIGN's deviations fields, and
+    each pair's culprit range)."""
+    return selectors.deviation_cells(view.function_names, view.releases, view.arrays,
+                                     selectors.pair_ranges(series, view.releases))
 
 
 def range_problem(query: MatrixQuery, versions: list[str]) -> str:
@@ -255,8 +257,9 @@ def range_problem(query: MatrixQuery, versions: list[str]) -> str:
     return ""
 
 
-def cells_json(view: MatrixSlice | None) -> bytes:
+def cells_json(view: MatrixSlice | None, series: Series) -> bytes:
     """``cell_rows`` as a JSON array (``[]`` before any analysis)."""
     if view is None:
         return b"[]"
-    return selectors.deviation_cells_json(view.function_names, view.releases, view.arrays)
+    return selectors.deviation_cells_json(view.function_names, view.releases, view.arrays,
+                                          selectors.pair_ranges(series, view.releases))

@@ -43,6 +43,14 @@ def _validate_version(value: str) -> None:
     validated(versions.check_version, value)
 
 
+def _validate_revision(value: str) -> None:
+    validated(versions.check_revision, value)
+
+
+def _validate_log_url_template(value: str) -> None:
+    validated(versions.check_log_url_template, value)
+
+
 class Series(models.Model):
     """A release series, e.g. ``chromium-linux.example-load``: one workload on one platform.
 
@@ -82,6 +90,15 @@ class Series(models.Model):
         default=MIN_ABSOLUTE_CHANGE_US, validators=[MinValueValidator(0.0)],
         help_text="microseconds; 0 keeps every significant change",
     )
+    #: Where a range of commits is read: ``{from}`` and ``{to}`` are replaced by the
+    #: revisions (URL-quoted) of the last good and the first bad release
+    #: (``deviations.alerts.selectors.culprit_range``).
+    log_url_template = models.CharField(
+        max_length=versions.MAX_LOG_URL_TEMPLATE, blank=True,
+        validators=[_validate_log_url_template],
+        help_text="e.g. https://github.com/o/r/compare/{from}...{to}: links the commits "
+        "between two releases' revisions; empty: no link",
+    )
     #: The analysis task's last attempt (traces.attempts): when it started (cleared when it
     #: ends), the newest finished run it was asked to cover, and, when it did not finish,
     #: why and when. The sweeper sends no new attempt for the same runs after a failure.
@@ -119,6 +136,12 @@ class Release(models.Model):
         null=True, blank=True, help_text="Sorts in place of the version when given."
     )
     sort_key = models.CharField(max_length=400, editable=False)
+    #: The commit this release was built from (a hash or number); empty when not given.
+    #: Set once by whoever sends the release; changed only by an explicit owner's update.
+    revision = models.CharField(
+        max_length=versions.MAX_REVISION, blank=True, validators=[_validate_revision],
+        help_text="commit hash or number the release was built from",
+    )
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

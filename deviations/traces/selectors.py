@@ -9,6 +9,7 @@ import numpy as np
 from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404
 
+from deviations.alerts.selectors import CulpritRange, range_columns, series_ranges
 from deviations.core.db import batches
 from deviations.core.errors import UserError
 from deviations.stats.intervals import MIN_RUNS, median_ci
@@ -368,14 +369,18 @@ def deviation_rows(
     Raises NotAnalysedError at once (not when iterated) when there is no analysis.
     """
     found = _analysis_or_raise(series, metric, estimator, rule)
-    return _deviation_rows(found, release_versions(found["release_ids"]), function_names(series))
-
-
-def _deviation_rows(
-    found: dict[str, Any], versions: list[str], names: dict[int, str]
-) -> Iterator[dict[str, Any]]:
+    versions = release_versions(found["release_ids"])
+    names = function_names(series)
     names_by_row = [names[int(fid)] for fid in found["function_ids"]]
-    return deviation_cells(names_by_row, versions, found)
+    return deviation_cells(names_by_row, versions, found, pair_ranges(series, versions))
+
+
+def pair_ranges(series: Series, versions: list[str]) -> list[CulpritRange]:
+    """The culprit range of each pair of consecutive ``versions`` (a flag between R_i and
+    R_i+1: last good R_i, first bad R_i+1), in pair order."""
+    pairs = list(zip(versions, versions[1:], strict=False))
+    ranges = series_ranges(series, pairs)
+    return [ranges[pair] for pair in pairs]
 
 
 def _numbers(values: np.ndarray) -> list[float | None]:
@@ -385,7 +390,10 @@ def _numbers(values: np.ndarray) -> list[float | None]:
 
 DEVIATION_FIELDS = ("function", "from_release", "to_release", "verdict", "gap", "diff",
                     "diff_lo", "diff_hi", "relative", "p_value", "runs_before", "runs_after",
-                    "digression", "early", "provisional", "final_within")
+                    "digression", "early", "provisional", "final_within",
+                    # the culprit range: from_release is the last good, to_release the
+                    # first bad release (alerts.selectors.CulpritRange)
+                    "last_good_revision", "first_bad_revision", "culprit_range", "log_url")
 
 
 class DeviationCell(msgspec.Struct):
@@ -412,10 +420,14 @@ class DeviationCell(msgspec.Struct):
     early: bool
     provisional: bool
     final_within: int
+    last_good_revision: str | None
+    first_bad_revision: str | None
+    culprit_range: str
+    log_url: str | None
 
 
-def _cell_columns(functions: list[str], versions: list[str], arrays: dict[str, Any]
-                  ) -> tuple[list[Any], ...]:
+def _cell_columns(functions: list[str], versions: list[str], arrays: dict[str, Any],
+                  ranges: list[CulpritRange]) -> tuple[list[Any], ...]:
     """The cells with a verdict, field by field (DEVIATION_FIELDS' order), in row-major
     order (function, then pair): gathered by one numpy selection and one list per field,
     not element by element (the JSON of a page of the matrix at 300 releases: ~10× faster).
@@ -439,32 +451,40 @@ def _cell_columns(functions: list[str], versions: list[str], arrays: dict[str, A
         # may still change as later releases arrive (stats.releases.ReleaseRule.final_at)
         np.asarray(arrays["provisional"][rows, pairs], dtype=bool).tolist(),
         np.asarray(arrays["final_within"][rows, pairs], dtype=np.int64).tolist(),
+        [ranges[p].last_good_revision for p in pair_list],
+        [ranges[p].first_bad_revision for p in pair_list],
+        [ranges[p].text for p in pair_list],
+        [ranges[p].log_url for p in pair_list],
     )
 
 
 def deviation_cells(
-    functions: list[str], versions: list[str], arrays: dict[str, Any]
+    functions: list[str], versions: list[str], arrays: dict[str, Any],
+    ranges: list[CulpritRange],
 ) -> Iterator[dict[str, Any]]:
     """Export rows (DESIGN's deviations fields, µs) of every cell with a verdict.
 
     ``arrays`` holds per-pair matrices whose rows are ``functions`` and whose columns are
-    the pairs of consecutive ``versions``.
+    the pairs of consecutive ``versions``; ``ranges``: each pair's culprit range
+    (``pair_ranges``).
     """
-    columns = _cell_columns(functions, versions, arrays)
+    columns = _cell_columns(functions, versions, arrays, ranges)
     return (dict(zip(DEVIATION_FIELDS, cell, strict=True)) for cell in zip(*columns, strict=True))
 
 
-def deviation_cells_json(functions: list[str], versions: list[str], arrays: dict[str, Any]
-                         ) -> bytes:
+def deviation_cells_json(functions: list[str], versions: list[str], arrays: dict[str, Any],
+                         ranges: list[CulpritRange]) -> bytes:
     """``deviation_cells`` as a JSON array, encoded from the columns (no dict per cell)."""
-    columns = _cell_columns(functions, versions, arrays)
+    columns = _cell_columns(functions, versions, arrays, ranges)
     return msgspec.json.encode([DeviationCell(*cell) for cell in zip(*columns, strict=True)])
 
 
 FUNCTION_FIELDS = ["release", "n", "median", "median_lo", "median_hi", "mean", "mean_lo",
                    "mean_hi", "verdict", "diff", "diff_lo", "diff_hi", "relative", "p_value",
                    "runs_before", "runs_after", "compared_from", "compared_to", "gap",
-                   "digression", "early", "provisional", "final_within"]
+                   "digression", "early", "provisional", "final_within",
+                   # the pair ending at this release: its culprit range
+                   "last_good_revision", "first_bad_revision", "culprit_range", "log_url"]
 
 
 @dataclass(frozen=True)
@@ -525,6 +545,7 @@ def function_detail(
     f = int(where[0])
     chosen = med if estimator == "median" else mean
     versions = release_versions(med["release_ids"])
+    ranges = pair_ranges(series, versions)
     rows = []
     for r, version in enumerate(versions):
         row: dict[str, Any] = {
@@ -536,9 +557,16 @@ def function_detail(
             "verdict": None, "diff": None, "diff_lo": None, "diff_hi": None, "gap": None,
             "relative": None, "p_value": None, "runs_before": None, "runs_after": None,
             "compared_from": None, "compared_to": None, "digression": False, "early": False,
-            "provisional": False, "final_within": None,
+            "provisional": False, "final_within": None, "culprit": None,
+            "last_good_revision": None, "first_bad_revision": None, "culprit_range": None,
+            "log_url": None,
         }
         p = r - 1
+        if r > 0:
+            culprit = ranges[p]
+            row.update(culprit=culprit, last_good_revision=culprit.last_good_revision,
+                       first_bad_revision=culprit.first_bad_revision,
+                       culprit_range=culprit.text, log_url=culprit.log_url)
         if r > 0 and chosen["verdict"][f, p] != NO_VERDICT:
             row.update(
                 verdict=verdict_name(int(chosen["verdict"][f, p])),
@@ -622,7 +650,8 @@ def release_changes(release: Release, metric: str, estimator: str, rule: str) ->
     """Deviations of this release against the previous analysed one, largest first."""
     found = stored_analysis(release.series, metric, estimator, rule)
     empty: dict[str, Any] = {"previous": None, "rows": [], "regressions": [], "improvements": [],
-                             "provisional": False, "early": False, "final_within": 0}
+                             "provisional": False, "early": False, "final_within": 0,
+                             "range": None}
     if found is None:
         return empty
     where = np.flatnonzero(found["release_ids"] == release.pk)
@@ -632,6 +661,9 @@ def release_changes(release: Release, metric: str, estimator: str, rule: str) ->
     all_versions = release_versions(found["release_ids"])
     versions = all_versions[p : p + 2]
     verdict = found["verdict"][:, p]
+    culprit = pair_ranges(release.series, versions)[0]
+    columns = range_columns(culprit)
+    del columns["last_good"], columns["first_bad"]  # from_release and to_release
     rows = []
     deviating = np.flatnonzero((verdict == REGRESSION) | (verdict == IMPROVEMENT))
     names = function_names(release.series, found["function_ids"][deviating])
@@ -653,10 +685,11 @@ def release_changes(release: Release, metric: str, estimator: str, rule: str) ->
             "early": bool(found["early"][f, p]),
             "provisional": bool(found["provisional"][f, p]),
             "final_within": int(found["final_within"][f, p]),
+            **columns,
         })
     rows.sort(key=lambda row: -(abs(row["relative"] or 0.0)))
     return {
-        "previous": versions[0], "rows": rows,
+        "previous": versions[0], "rows": rows, "range": culprit,
         "regressions": [r for r in rows if r["verdict"] == "regression"][:50],
         "improvements": [r for r in rows if r["verdict"] == "improvement"][:50],
         "provisional": bool(found["provisional"][0, p]) if len(verdict) else False,

@@ -1,4 +1,6 @@
-"""Writes of trace series besides ingest: deleting a series, a release or a run.
+"""Writes of trace series besides ingest: deleting a series, a release or a run; a
+release's revision and a series' log-URL template (owners: ``core.access``; the CLI passes
+no user, it needs shell access).
 
 A deletion happens in one transaction. Deleting a release or a run also drops the series'
 stored analysis (derived data: a column or a run gone means a full recompute) and queues
@@ -14,7 +16,10 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from deviations.core import access
+from deviations.core.models import Ownership
 from deviations.core.queue import enqueue
+from deviations.core.versions import check_log_url_template, check_revision
 from deviations.traces.models import AnalysisBlock, Release, Run, Series, SeriesAnalysis
 from deviations.traces.uploads import files
 
@@ -29,6 +34,34 @@ class Deleted:
 
     def line(self) -> str:
         return f"deleted {self.releases} release(s) and {self.runs} run(s) of {self.series}"
+
+
+def set_release_revision(release: Release, revision: str, user: object = None) -> Release:
+    """Change (or, with "", clear) the commit a release was built from: the explicit update
+    that uploads naming another revision are refused and pointed to. ``user``: None from
+    the CLI, else an owner of the series (``ForbiddenError``); a bad revision is a
+    ``UserError`` naming it."""
+    revision = revision.strip()
+    if revision:
+        check_revision(revision)
+    if user is not None:
+        access.check_write(user, Ownership.SERIES, [release.series.name])
+    release.revision = revision
+    release.save(update_fields=["revision"])
+    return release
+
+
+def set_log_url_template(series: Series, template: str, user: object = None) -> Series:
+    """Set (or, with "", remove) the series' log-URL template, e.g.
+    ``https://github.com/o/r/compare/{from}...{to}``; owners only, as above."""
+    template = template.strip()
+    if template:
+        check_log_url_template(template)
+    if user is not None:
+        access.check_write(user, Ownership.SERIES, [series.name])
+    series.log_url_template = template
+    series.save(update_fields=["log_url_template"])
+    return series
 
 
 def describe(series: Series, release: Release | None = None, run: Run | None = None) -> Deleted:

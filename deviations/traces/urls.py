@@ -7,6 +7,7 @@ from deviations.traces import views
 urlpatterns = [
     path("", views.series_list, name="series_list"),
     path("series/<str:name>/", views.series_detail, name="series"),
+    path("series/<str:name>/settings/", views.series_settings, name="series_settings"),
     path("series/<str:name>/matrix.json", views.matrix_json, name="matrix_json"),
     path(
         "series/<str:name>/functions/<int:function_id>/",

@@ -17,11 +17,13 @@ from django.views.decorators.http import require_POST
 
 from deviations.core import annotations as note_rules
 from deviations.core.errors import UserError
+from deviations.core.forms import form_error
 from deviations.core.pagecache import shared_page
 from deviations.core.tables import write_csv
 from deviations.core.text import plotly_text
 from deviations.traces import annotations as notes
-from deviations.traces import calltree, charts, compare, selectors
+from deviations.traces import calltree, charts, compare, selectors, services
+from deviations.traces.forms import CommitSettingsForm
 from deviations.traces.matrix import MatrixQuery, cell_rows, cells_json, matrix_slice, range_problem
 from deviations.traces.models import Function, Release, ReleaseAnnotation, Run, Series
 from deviations.traces.uploads import files
@@ -30,8 +32,9 @@ from deviations.traces.uploads.results import set_metric
 SERIES_FIELDS = ["series", "releases", "runs", "latest_from", "latest_to", "regressions",
                  "improvements", "newest_not_compared", "releases_lacking_runs"]
 DEVIATION_FIELDS = list(selectors.DEVIATION_FIELDS)
-RELEASE_CHANGE_FIELDS = [*DEVIATION_FIELDS[:-2], "compared_from", "compared_to",
-                         *DEVIATION_FIELDS[-2:]]
+RELEASE_CHANGE_FIELDS = [*DEVIATION_FIELDS[:DEVIATION_FIELDS.index("provisional")],
+                         "compared_from", "compared_to",
+                         *DEVIATION_FIELDS[DEVIATION_FIELDS.index("provisional"):]]
 
 
 def _table_response(rows: Iterable[dict[str, Any]], fields: list[str], fmt: str,
@@ -90,8 +93,8 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
     if fmt in ("json", "csv"):
         view = matrix_slice(series, query)
         if fmt == "json":
-            return HttpResponse(cells_json(view), content_type="application/json")
-        rows = cell_rows(view) if view is not None else []
+            return HttpResponse(cells_json(view, series), content_type="application/json")
+        rows = cell_rows(view, series) if view is not None else []
         return _table_response(rows, DEVIATION_FIELDS, fmt, f"{series.name}-deviations")
     releases = selectors.releases_with_counts(series)
     annotations = notes.series_annotations(series)
@@ -137,6 +140,7 @@ def _series_context(request: HttpRequest, series: Series, query: MatrixQuery,
             release_urls=release_urls, provisional=a["provisional"], relative=a["relative"],
             p_value=a["p_value"], n_before=a["n_before"], n_after=a["n_after"],
             early=a["early"],
+            pair_ranges=[r.text for r in selectors.pair_ranges(series, view.releases)],
         )
         notes.add_marks(figure, series, {v: plotly_text(v) for v in view.releases[1:]},
                         annotations)
@@ -168,7 +172,7 @@ def matrix_json(request: HttpRequest, name: str) -> HttpResponse:
     """The cells the matrix page shows with the same controls, as JSON."""
     series = get_object_or_404(Series, name=name)
     view = matrix_slice(series, MatrixQuery.for_series(request.GET, series))
-    return HttpResponse(cells_json(view), content_type="application/json")
+    return HttpResponse(cells_json(view, series), content_type="application/json")
 
 
 def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpResponse:
@@ -180,7 +184,9 @@ def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpRe
                                        query.rule, with_samples="runs" in request.GET)
     fmt = request.GET.get("format")
     if fmt in ("csv", "json"):
-        rows = detail.rows if detail is not None else []
+        # The range as its export columns (the page's ``culprit`` is for the template).
+        rows = [{k: v for k, v in row.items() if k != "culprit"}
+                for row in (detail.rows if detail is not None else [])]
         return _table_response(rows, selectors.FUNCTION_FIELDS, fmt, f"{series.name}-function")
     figure = narrowing = None
     unit: charts.Unit = "us"
@@ -388,6 +394,39 @@ def delete_release_annotation(request: HttpRequest, name: str, annotation_id: in
     except UserError as exc:
         return HttpResponse(exc.message, status=exc.status, content_type="text/plain")
     return redirect(note.release.get_absolute_url() + "#annotations")
+
+
+@login_required
+def series_settings(request: HttpRequest, name: str) -> HttpResponse:
+    """The owners' commit settings of a series: its log-URL template and a release's
+    revision (``traces.services``; a visitor who does not own it gets the 403 there)."""
+    series = get_object_or_404(Series, name=name)
+    versions = list(series.releases.order_by("sort_key", "id").values_list("version",
+                                                                            flat=True))
+    status = 200
+    if request.method == "POST":
+        form = CommitSettingsForm(request.POST, versions=versions)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                services.set_log_url_template(series, data["log_url_template"], request.user)
+                if data["release"]:
+                    release = Release.objects.get(series=series, version=data["release"])
+                    services.set_release_revision(release, data["revision"], request.user)
+            except UserError as exc:
+                form.add_error(None, form_error(exc))
+                status = exc.status
+            else:
+                return redirect(reverse("series_settings", args=[name]) + "?saved=1")
+        else:
+            status = 400
+    else:
+        form = CommitSettingsForm(initial={"log_url_template": series.log_url_template},
+                                  versions=versions)
+    return render(request, "deviations/series_settings.html", {
+        "series": series, "form": form, "saved": "saved" in request.GET,
+        "releases": series.releases.order_by("sort_key", "id"),
+    }, status=status)
 
 
 def run_file(request: HttpRequest, run_id: int) -> HttpResponse:

@@ -41,7 +41,9 @@ def _operations() -> list[tuple[str, str, list[str]]]:
 # Valid bodies, by operation; {ids} are filled from the world the test builds.
 BODIES = {
     "PATCH /api/series/{name}": {"default_rule": "paper", "min_relative_change": 0.05,
-                                 "min_absolute_change_us": 3},
+                                 "min_absolute_change_us": 3,
+                                 "log_url_template": "https://g.example/{from}..{to}"},
+    "PATCH /api/series/{name}/releases/{version}": {"revision": "0a1b2c3d"},
     "PATCH /api/series/{name}/metric": {"metric": "ops", "direction": "higher_is_better",
                                         "unit": "ops/s"},
     "POST /api/series/{name}/releases/{version}/annotations": {"text": "new bot"},
@@ -68,10 +70,11 @@ BODIES = {
 }
 # Multipart uploads: the file fields, their seeds, and the form fields with valid values.
 UPLOADS = {
-    "POST /api/series/{name}/releases/{version}/runs": ({"file": _trace_seeds}, {}),
+    "POST /api/series/{name}/releases/{version}/runs": ({"file": _trace_seeds},
+                                                        {"revision": "0a1b2c3d"}),
     "POST /api/series/{name}/results": (
         {"file": lambda: _results_seeds("csv") + _results_seeds("google-benchmark")},
-        {"release": "9.0", "order": "9", "format": "csv"}),
+        {"release": "9.0", "order": "9", "format": "csv", "revision": "0a1b2c3d"}),
     "POST /api/histograms/upload": ({"file": _histogram_seeds}, {}),
     "POST /api/ab/runs": ({"file": _ab_seeds, "aa": _ab_seeds},
                           {"host": "bench-1", "min_change": "2.5"}),

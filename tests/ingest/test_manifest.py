@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,28 @@ def test_release_and_manifest_are_exclusive(tmp_path: Path) -> None:
     with pytest.raises(CommandError, match="FILE arguments go with --release"):
         call_command("ingest_traces", "--series", "web", "--folders", str(tmp_path), "x.json",
                      stdout=io.StringIO())
+
+
+def test_a_manifest_may_name_revisions(tmp_path: Path) -> None:
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("release,file,order,revision\n1.0,a.json,1,abc\n1.0,b.json,1,abc\n"
+                        "2.0,c.json,2,\n")
+    got = read_manifest(manifest)
+    assert [(e.release, e.order, e.revision) for e in got] == [
+        ("1.0", 1, "abc"), ("1.0", 1, "abc"), ("2.0", 2, None)]
+    manifest.write_text("release,file,revision\n1.0,a.json,abc\n")
+    assert read_manifest(manifest)[0].revision == "abc"
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ("release,file,revision\n1.0,a.json,abc\n1.0,b.json,def\n",
+     "line 3: release '1.0' has revision 'abc' on an earlier line, 'def' here"),
+    ("release,file,revision\n1.0,a.json,a b\n", "line 2: revision 'a b' is not valid"),
+    ("release,file,revision,revision\n1.0,a.json,a,a\n", "line 1: the header must be"),
+    ("release,file,branch\n1.0,a.json,x\n", "line 1: the header must be"),
+])
+def test_bad_revisions_in_a_manifest(tmp_path: Path, text: str, error: str) -> None:
+    manifest = tmp_path / "m.csv"
+    manifest.write_text(text)
+    with pytest.raises(ManifestError, match=re.escape(error)):
+        read_manifest(manifest)

@@ -106,13 +106,15 @@ def test_reads_are_open(post: Any, client: Client, token: str, simple_events) ->
     assert client.get("/api/series").json() == [
         {"name": "chromium-linux", "kind": "traces", "description": "", "releases": 1,
          "default_rule": "shifts", "min_relative_change": 0.02,
-         "min_absolute_change_us": 2.0, "analysis_failure": ""}
+         "min_absolute_change_us": 2.0, "log_url_template": "",
+         "analysis_failure": ""}
     ]
     releases = client.get("/api/series/chromium-linux/releases").json()
     assert releases == [
         {
             "version": "56.0.2909.0",
             "order": None,
+            "revision": "",
             "runs_done": 1,
             "runs_failed": 0,
             "runs_pending": 0,

@@ -1,7 +1,7 @@
 """Reads of webhooks, deliveries, bug templates and bisects, and an alert's range.
 
 ``alert_range`` is the one place the hooks read an alert's range (the bug text, the
-bisect request, the messages): release labels only until releases carry revisions.
+bisect request, the messages), from ``alerts.selectors.culprit_range``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from deviations.alerts.hooks.models import (
     WebhookDelivery,
 )
 from deviations.alerts.models import Alert
+from deviations.alerts.selectors import culprit_range
 
 #: Deliveries shown per webhook on its page, newest first.
 DELIVERIES_SHOWN = 20
@@ -39,10 +40,13 @@ class AlertRange:
 
 
 def alert_range(alert: Alert) -> AlertRange:
-    """The alert's range as its labels say it (no revisions nor log yet)."""
-    family = alert.group.family
-    return AlertRange(family, alert.from_label, alert.to_label, None, None, None,
-                      f"{family}: between {alert.from_label} and {alert.to_label}")
+    """The alert's culprit range (``alerts.selectors.culprit_range``): its last good and
+    first bad releases, their revisions and the series' log link when known."""
+    r = culprit_range(alert)
+    text = f"{r.series}: between {r.last_good} and {r.first_bad}" + (
+        f" ({r.text})" if r.has_revisions else "")
+    return AlertRange(r.series, r.last_good, r.first_bad, r.last_good_revision,
+                      r.first_bad_revision, r.log_url, text)
 
 
 def user_webhooks(user: Any) -> list[tuple[Webhook, list[WebhookDelivery]]]:

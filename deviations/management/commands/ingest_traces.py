@@ -19,8 +19,9 @@ class Command(base.Command):
     help = (
         "Ingest Chromium trace files (.json or .json.gz, array or {\"traceEvents\": [...]} form) "
         "as runs of one release (--release VERSION FILE...), or of many releases at once "
-        "(--manifest runs.csv with a header release,file[,order], or --folders DIR holding a "
-        "folder per release), synchronously. Each file is one run and is stored whole or not "
+        "(--manifest runs.csv with a header release,file[,order][,revision], or --folders DIR "
+        "holding a folder per release), synchronously; --revision names the commit the "
+        "release was built from. Each file is one run and is stored whole or not "
         "at all; a file already ingested in the series (same sha256) is skipped. The file is "
         "kept in the trace storage, as uploads are (download from the run's page, `reingest`). "
         "Prints one line per file, then updates the series' statistics (as `analyse` does); "
@@ -37,8 +38,8 @@ class Command(base.Command):
         source.add_argument("--release", help="release version of FILE..., e.g. 56.0.2909.0")
         source.add_argument(
             "--manifest", type=Path,
-            help="CSV with a header release,file[,order]: one run per line (relative paths "
-            "are relative to the manifest)",
+            help="CSV with a header release,file and optionally order and revision columns: "
+            "one run per line (relative paths are relative to the manifest)",
         )
         source.add_argument(
             "--folders", type=Path,
@@ -47,6 +48,11 @@ class Command(base.Command):
         parser.add_argument(
             "--order", type=int, default=None,
             help="sort the release by this number instead of its version",
+        )
+        parser.add_argument(
+            "--revision", default=None,
+            help="commit hash or number the release was built from (with --release; a "
+            "release that carries another one is refused: change it with series_settings)",
         )
         base.add_thread_arguments(parser)
         parser.add_argument(
@@ -73,7 +79,9 @@ class Command(base.Command):
             for entry in entries:
                 if entry.release not in releases:
                     order = opts["order"] if opts["release"] else entry.order
-                    releases[entry.release] = get_release(opts["series"], entry.release, order)
+                    revision = opts["revision"] if opts["release"] else entry.revision
+                    releases[entry.release] = get_release(opts["series"], entry.release, order,
+                                                          revision=revision)
         except IngestError as exc:
             raise CommandError(str(exc)) from exc
         failed = 0
@@ -110,6 +118,9 @@ class Command(base.Command):
             raise CommandError("FILE arguments go with --release, not --manifest or --folders")
         if opts["order"] is not None:
             raise CommandError("--order goes with --release; a manifest has an order column")
+        if opts["revision"] is not None:
+            raise CommandError("--revision goes with --release; a manifest has a revision "
+                               "column")
         try:
             if opts["manifest"] is not None:
                 return read_manifest(opts["manifest"])

@@ -3,7 +3,13 @@ from typing import Any
 from django import forms
 
 from deviations.core.forms import validated
-from deviations.core.versions import MAX_ORDER, check_series_name, check_version
+from deviations.core.versions import (
+    MAX_ORDER,
+    MAX_REVISION,
+    check_revision,
+    check_series_name,
+    check_version,
+)
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -37,6 +43,10 @@ class TraceUploadForm(forms.Form):
         required=False, min_value=0, max_value=MAX_ORDER,
         help_text="Optional: sort by this number, not the version.",
     )
+    revision = forms.CharField(
+        max_length=MAX_REVISION, required=False, strip=True,
+        help_text="Optional: the commit hash or number the release was built from.",
+    )
     thread_name = forms.CharField(max_length=200, initial="CrRendererMain")
     process_name = forms.CharField(max_length=200, initial="Renderer")
     all_threads = forms.BooleanField(required=False, help_text="Measure every thread.")
@@ -58,3 +68,7 @@ class TraceUploadForm(forms.Form):
     def clean_release(self) -> str:
         value: str = self.cleaned_data["release"].strip()
         return validated(check_version, value) if value else ""
+
+    def clean_revision(self) -> str:
+        value: str = self.cleaned_data["revision"]
+        return validated(check_revision, value) if value else ""

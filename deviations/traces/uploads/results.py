@@ -36,7 +36,7 @@ from django.utils import timezone
 from deviations.core import access
 from deviations.core.errors import TooLargeError, UserError
 from deviations.core.models import Ownership
-from deviations.core.versions import check_order, check_version
+from deviations.core.versions import check_order, check_revision, check_version
 from deviations.traces.models import Metric, Release, Run, RunTimes, Series
 from deviations.traces.notify import record_series_alerts
 from deviations.traces.uploads.runs import (
@@ -127,13 +127,16 @@ def store_results(
     user: Any = None,
     batch: uuid.UUID | None = None,
     analyse: bool = True,
+    revision: str | None = None,
 ) -> StoredResults:
     """Parse one results file and store it into the metric series, whole or not at all.
 
     ``release`` (with its ``order``) is the release every value belongs to; a CSV with a
     ``release`` column names its own releases (then ``release`` must be empty or the one
     release the file names). The series is created as a metric series if new; a trace
-    series with runs is refused. ``user`` must be allowed to write to the series
+    series with runs is refused. ``revision``: the commit ``release`` was built from
+    (``runs.get_release``: another revision than the release's is refused with 409).
+    ``user`` must be allowed to write to the series
     (``core.access``). The analysis is queued once the transaction commits.
     Raises ``ResultsError`` (a bad file), ``IngestError`` (bad series, release or order,
     a unit that does not fit the stored one), ``ForbiddenError``.
@@ -143,8 +146,12 @@ def store_results(
         try:
             check_version(release)
             check_order(order)
+            if revision:
+                check_revision(revision)
         except UserError as exc:
             raise IngestError(exc.message) from None
+    elif revision:
+        raise IngestError("a revision names the commit of one release: give the release too")
     if user is not None:
         access.check_write(user, Ownership.SERIES, [series_name])
     if not data:
@@ -157,7 +164,8 @@ def store_results(
         series = _metric_series(series_name)
         for version, metrics in by_release.items():
             rel = get_release(series_name, version, order if version == release else None,
-                              kind=Series.METRICS)
+                              kind=Series.METRICS,
+                              revision=revision if version == release else None)
             run_sha = sha if len(by_release) == 1 else hashlib.sha256(
                 f"{sha}\0{version}".encode()).hexdigest()
             run, duplicate = _store_release(series, rel, metrics, run_sha, name, len(data),
@@ -317,7 +325,8 @@ class ResultsUpload:
 
 def submit_results(series_name: str, files: list[tuple[str, IO[bytes]]], *,
                    release: str | None, order: int | None = None, fmt: str | None = None,
-                   user: Any, batch: uuid.UUID) -> list[ResultsUpload]:
+                   user: Any, batch: uuid.UUID, revision: str | None = None
+                   ) -> list[ResultsUpload]:
     """Store each results file of an upload on its own: a bad file is refused alone (a
     failed run of the release naming it and its reason, so the status page lists it as
     for traces; sending the same bytes again retries it) and the others are stored.
@@ -327,7 +336,9 @@ def submit_results(series_name: str, files: list[tuple[str, IO[bytes]]], *,
     if release is not None:
         with transaction.atomic():
             _metric_series(series_name)
-            get_release(series_name, release, order, kind=Series.METRICS)
+            get_release(series_name, release, order, kind=Series.METRICS, revision=revision)
+    elif revision:
+        raise IngestError("a revision names the commit of one release: give the release too")
     out = []
     for file_name, stream in files:
         name = safe_file_name(file_name)
@@ -335,7 +346,7 @@ def submit_results(series_name: str, files: list[tuple[str, IO[bytes]]], *,
         try:
             data = read_upload(stream, name)
             stored = store_results(series_name, data, name, release=release, order=order,
-                                   fmt=fmt, user=user, batch=batch)
+                                   fmt=fmt, user=user, batch=batch, revision=revision)
         except (ResultsError, IngestError, TooLargeError) as exc:
             failed = (_record_failed(series_name, release, data, name, exc.message, user,
                                      batch) if release is not None else None)

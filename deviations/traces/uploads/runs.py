@@ -28,7 +28,12 @@ from django.utils import timezone
 
 from deviations.core.db import IN_BATCH, batches, lz4_toast
 from deviations.core.errors import UserError
-from deviations.core.versions import check_order, check_series_name, check_version
+from deviations.core.versions import (
+    check_order,
+    check_revision,
+    check_series_name,
+    check_version,
+)
 from deviations.traces.models import Function, Release, Run, RunCalls, RunTimes, Series
 from deviations.traces.uploads import files
 from ingest.services import FunctionTimes, TraceError, parse_trace
@@ -40,6 +45,14 @@ _CHUNK = 1 << 20
 
 class IngestError(UserError):
     """A request that cannot make a run at all (bad series name, bad version)."""
+
+
+class RevisionConflictError(IngestError):
+    """A release named with another revision than the one it carries (HTTP 409): changing
+    it is an explicit update by an owner (``traces.services.set_release_revision``)."""
+
+    status = 409
+    code = "revision_conflict"
 
 
 #: Thread and process names are matched against the trace's metadata: at most this long.
@@ -87,14 +100,21 @@ def safe_file_name(name: str) -> str:
 
 
 def get_release(series_name: str, version: str, order: int | None = None,
-                kind: str = Series.TRACES) -> Release:
+                kind: str = Series.TRACES, revision: str | None = None) -> Release:
     """The release, created with its series (of this ``kind``) if new. Raises IngestError
     on bad names, and when the series holds the other kind of data (trace files and
-    benchmark results are never mixed in one series)."""
+    benchmark results are never mixed in one series).
+
+    ``revision`` (a commit hash or number; None or "": not said) is stored on a new release
+    or one without a revision; a release that carries another one is refused with
+    ``RevisionConflictError`` (409): a CI job that names the wrong commit must not move a
+    release's culprit ranges silently."""
     try:
         check_series_name(series_name)
         check_version(version)
         check_order(order)
+        if revision:
+            check_revision(revision)
     except UserError as exc:
         raise IngestError(exc.message) from None
     series, _ = Series.objects.get_or_create(name=series_name, defaults={"kind": kind})
@@ -109,14 +129,35 @@ def get_release(series_name: str, version: str, order: int | None = None,
         _check_same_ordering(series, version, order)
     try:
         release, created = Release.objects.get_or_create(
-            series=series, version=version, defaults={"order": order}
+            series=series, version=version,
+            defaults={"order": order, "revision": revision or ""},
         )
     except IntegrityError:  # created by a concurrent request in between
         release, created = Release.objects.get(series=series, version=version), False
+    if not created and revision and release.revision != revision:
+        if release.revision:
+            raise RevisionConflictError(revision_conflict(release, revision))
+        # Set only where still empty: of two requests naming it at once, one sets it and
+        # the other finds it set (and then agrees or is refused).
+        if not Release.objects.filter(pk=release.pk, revision="").update(revision=revision):
+            release.refresh_from_db(fields=["revision"])
+            if release.revision != revision:
+                raise RevisionConflictError(revision_conflict(release, revision))
+        release.revision = revision
     if not created and order is not None and release.order != order:
         release.order = order
         release.save(update_fields=["order", "sort_key"])
     return release
+
+
+def revision_conflict(release: Release, revision: str) -> str:
+    """The refusal's words: what the release carries and how to change it on purpose."""
+    name, version = release.series.name, release.version
+    return (f"release {version!r} of series {name!r} has revision {release.revision!r}, "
+            f"not {revision!r}: send the same revision (or none), or change it explicitly "
+            f"(owners: PATCH /api/series/{name}/releases/{version} with "
+            f"{{\"revision\": \"{revision}\"}}, the series page, or manage.py "
+            f"series_settings --series {name} --release {version} --revision {revision})")
 
 
 def _check_same_ordering(series: Series, version: str, order: int | None) -> None:

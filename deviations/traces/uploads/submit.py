@@ -40,6 +40,7 @@ def submit_uploads(
     *,
     order: int | None = None,
     user: Any = None,
+    revision: str | None = None,
 ) -> Submission:
     """Register each (name, stream) as a run of the release and queue the pending ones.
 
@@ -50,13 +51,15 @@ def submit_uploads(
     reached leaves the runs pending, never an error: the data is stored. A file is stored
     before its run is committed and deleted again if the request fails
     (``runs.register_run``).
+    ``revision``: the commit the release was built from (``runs.get_release``: another
+    revision than the release's is ``RevisionConflictError``, 409).
     ``user`` must be allowed to write to the series (``deviations.core.access``; the first
     to write to a series without owners becomes its owner). Raises
     ``IngestError`` for a bad series or version, ``ForbiddenError`` (403) without
     permission, ``files.StorageFullError`` (507) when the trace storage is full.
     """
     access.check_write(user, Ownership.SERIES, [series_name])
-    release = get_release(series_name, version, order)
+    release = get_release(series_name, version, order, revision=revision)
     access.claim(user, Ownership.SERIES, [series_name])
     submission = Submission(uuid.uuid4(), [])
 

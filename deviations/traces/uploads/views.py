@@ -40,7 +40,7 @@ def upload(request: HttpRequest) -> HttpResponse:
                 done = submit_results(
                     data["series"], [(f.name, f) for f in data["files"]],
                     release=data["release"] or None, order=data["order"], user=request.user,
-                    batch=batch,
+                    batch=batch, revision=data["revision"] or None,
                 )
                 unlisted = [u.error for u in done if u.error and u.failed is None]
                 if unlisted:  # no release to list them under on the status page
@@ -57,6 +57,7 @@ def upload(request: HttpRequest) -> HttpResponse:
                                   data["all_threads"]),
                     order=data["order"],
                     user=request.user,
+                    revision=data["revision"] or None,
                 ).batch
             url = reverse("upload_status", args=[batch])
             return JsonResponse({"status_url": url}) if wants_json else redirect(url)
