@@ -112,6 +112,13 @@ class CulpritRange:
     def has_revisions(self) -> bool:
         return self.last_good_revision is not None and self.first_bad_revision is not None
 
+    @property
+    def sentence(self) -> str:
+        """``series: between LAST_GOOD and FIRST_BAD`` and, with revisions, the commits'
+        range: the line of webhook messages, bug texts and bisect requests."""
+        commits = f" (commits {self.text})" if self.has_revisions else ""
+        return f"{self.series}: between {self.last_good} and {self.first_bad}{commits}"
+
 
 def log_url(template: str, from_revision: str, to_revision: str) -> str:
     """``template`` with ``{from}`` and ``{to}`` replaced by the revisions, URL-quoted (a

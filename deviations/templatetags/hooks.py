@@ -8,6 +8,7 @@ from typing import Any
 from django import template
 
 from deviations.alerts.hooks import bugs, selectors
+from deviations.alerts.selectors import culprit_range
 
 register = template.Library()
 
@@ -27,6 +28,6 @@ def group_hooks(alerts: list[Any]) -> dict[str, Any]:
     bisects = selectors.group_bisects(alerts)
     # One family per group: its template is read once, not per alert.
     template = selectors.bug_template_for(alerts[0]) if alerts else None
-    rows = [(a, bugs.build_link(template, a, selectors.alert_range(a)) if template else None,
+    rows = [(a, bugs.build_link(template, a, culprit_range(a)) if template else None,
              bisects.get(a.pk, [])) for a in alerts]
     return {"rows": [r for r in rows if r[1] or r[2]]}

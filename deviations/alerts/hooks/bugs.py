@@ -15,8 +15,9 @@ from urllib.parse import urlencode
 
 from deviations.alerts import selectors
 from deviations.alerts.hooks.models import BugTemplate
-from deviations.alerts.hooks.selectors import AlertRange, alert_range, bug_template_for
+from deviations.alerts.hooks.selectors import bug_template_for
 from deviations.alerts.models import Alert
+from deviations.alerts.selectors import CulpritRange, culprit_range
 from deviations.alerts.services import site_url
 from deviations.core.text import one_line
 
@@ -32,14 +33,12 @@ def _effect(a: Alert) -> str:
             f"{a.effect_pct_hi or 0:+.1f}%)")
 
 
-def bug_text(alert: Alert, rng: AlertRange) -> tuple[str, str]:
+def bug_text(alert: Alert, rng: CulpritRange) -> tuple[str, str]:
     """(title, description) of a bug about the alert."""
     title = one_line(f"{alert.group.family}: {selectors.alert_line(alert)}")[:TITLE_CHARS]
-    revisions = (f" (revisions {rng.from_revision}..{rng.to_revision})"
-                 if rng.from_revision and rng.to_revision else "")
     lines = [
         alert.explanation, "",
-        f"Range: {rng.text}{revisions}",
+        f"Range: {rng.sentence}",
         *([f"Log: {rng.log_url}"] if rng.log_url else []),
         *([_effect(alert)] if alert.effect_pct is not None else []),
         f"Alert: {site_url(alert.get_absolute_url())}",
@@ -64,7 +63,7 @@ def _url(template: BugTemplate, title: str, body: str) -> str:
     return f"{base}/issues/new?" + urlencode(params)
 
 
-def build_link(template: BugTemplate, alert: Alert, rng: AlertRange) -> str:
+def build_link(template: BugTemplate, alert: Alert, rng: CulpritRange) -> str:
     """The new-bug URL, shorter than ``MAX_URL``: the description is cut (at the longest
     prefix that fits, found by bisection on its length) when the whole one does not fit."""
     title, body = bug_text(alert, rng)
@@ -86,4 +85,4 @@ def link_for(alert: Alert) -> str | None:
     template = bug_template_for(alert)
     if template is None:
         return None
-    return build_link(template, alert, alert_range(alert))
+    return build_link(template, alert, culprit_range(alert))

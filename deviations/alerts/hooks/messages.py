@@ -10,8 +10,8 @@ from typing import Any
 
 from deviations.alerts import selectors
 from deviations.alerts.hooks.models import Webhook
-from deviations.alerts.hooks.selectors import AlertRange
 from deviations.alerts.models import Alert, AlertGroup
+from deviations.alerts.selectors import CulpritRange
 from deviations.alerts.services import site_url
 from deviations.core.text import one_line
 
@@ -50,7 +50,7 @@ def _slack_escape(s: str) -> str:
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def group_body(hook: Webhook, group: AlertGroup, told: list[Alert], rng: AlertRange) -> bytes:
+def group_body(hook: Webhook, group: AlertGroup, told: list[Alert], rng: CulpritRange) -> bytes:
     """The message about a group, in the hook's format; ``told`` largest first."""
     url = site_url(group.get_absolute_url())
     title = headline(group, told)
@@ -67,7 +67,7 @@ def group_body(hook: Webhook, group: AlertGroup, told: list[Alert], rng: AlertRa
                  "text": f"*<{url}|{_slack_escape(title)}>*"}},
                 {"type": "section", "text": {"type": "mrkdwn", "text": items}},
                 {"type": "context", "elements": [{"type": "mrkdwn",
-                 "text": _slack_escape(rng.text)}]},
+                 "text": _slack_escape(rng.sentence)}]},
             ],
         })
     if hook.format == Webhook.MATRIX:
@@ -89,10 +89,11 @@ def group_body(hook: Webhook, group: AlertGroup, told: list[Alert], rng: AlertRa
     })
 
 
-def _range(rng: AlertRange) -> dict[str, Any]:
-    return {"series": rng.series, "from_version": rng.from_version,
-            "to_version": rng.to_version, "from_revision": rng.from_revision,
-            "to_revision": rng.to_revision, "log_url": rng.log_url, "text": rng.text}
+def _range(rng: CulpritRange) -> dict[str, Any]:
+    return {"series": rng.series, "from_version": rng.last_good,
+            "to_version": rng.first_bad, "from_revision": rng.last_good_revision,
+            "to_revision": rng.first_bad_revision, "log_url": rng.log_url,
+            "text": rng.sentence}
 
 
 def test_body(hook: Webhook) -> bytes:
@@ -104,7 +105,7 @@ def test_body(hook: Webhook) -> bytes:
     return encode({"event": "test", "title": title, "webhook": hook.pk})
 
 
-def bisect_body(bisect_id: int, alert: Alert, rng: AlertRange, callback: str,
+def bisect_body(bisect_id: int, alert: Alert, rng: CulpritRange, callback: str,
                 token: str) -> bytes:
     return encode({
         "event": "bisect", "bisect": bisect_id, "alert": alert.pk,

@@ -1,12 +1,9 @@
-"""Reads of webhooks, deliveries, bug templates and bisects, and an alert's range.
-
-``alert_range`` is the one place the hooks read an alert's range (the bug text, the
-bisect request, the messages), from ``alerts.selectors.culprit_range``.
-"""
+"""Reads of webhooks, deliveries, bug templates and bisects. An alert's or a group's range
+(the messages, bug texts, bisect requests) is ``alerts.selectors.culprit_range`` /
+``group_range``'s ``CulpritRange``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
@@ -19,34 +16,9 @@ from deviations.alerts.hooks.models import (
     WebhookDelivery,
 )
 from deviations.alerts.models import Alert
-from deviations.alerts.selectors import culprit_range
 
 #: Deliveries shown per webhook on its page, newest first.
 DELIVERIES_SHOWN = 20
-
-
-@dataclass(frozen=True)
-class AlertRange:
-    """The range of an alert: the last release before the change and the first after it,
-    their revisions when known, a link to the log between them, and a line of text."""
-
-    series: str
-    from_version: str
-    to_version: str
-    from_revision: str | None
-    to_revision: str | None
-    log_url: str | None
-    text: str
-
-
-def alert_range(alert: Alert) -> AlertRange:
-    """The alert's culprit range (``alerts.selectors.culprit_range``): its last good and
-    first bad releases, their revisions and the series' log link when known."""
-    r = culprit_range(alert)
-    text = f"{r.series}: between {r.last_good} and {r.first_bad}" + (
-        f" ({r.text})" if r.has_revisions else "")
-    return AlertRange(r.series, r.last_good, r.first_bad, r.last_good_revision,
-                      r.first_bad_revision, r.log_url, text)
 
 
 def user_webhooks(user: Any) -> list[tuple[Webhook, list[WebhookDelivery]]]:

@@ -39,6 +39,7 @@ from deviations.alerts.hooks.models import (
     WebhookDelivery,
 )
 from deviations.alerts.models import Alert, AlertGroup
+from deviations.alerts.selectors import culprit_range, group_range
 from deviations.alerts.services import site_url
 from deviations.core import access
 from deviations.core.errors import UserError
@@ -193,7 +194,7 @@ def deliver_group(group: AlertGroup, ready: list[Alert], now: datetime) -> list[
                 and (a.direction != Alert.IMPROVEMENT or hook.improvements)]
         if not told or not _matches(hook, group, told):
             continue
-        rng = selectors.alert_range(told[0])
+        rng = group_range(group)
         body = messages.group_body(hook, group, told, rng).decode()
         try:
             with transaction.atomic():
@@ -292,7 +293,7 @@ def start_bisect(user: Any, alert: Alert) -> Bisect:
                         code="exists")
     bisect = Bisect.objects.create(alert=alert, requested_by=user)
     callback = site_url(reverse("api:bisect_result", args=[bisect.pk]))
-    body = messages.bisect_body(bisect.pk, alert, selectors.alert_range(alert), callback,
+    body = messages.bisect_body(bisect.pk, alert, culprit_range(alert), callback,
                                 bisect_token(bisect.pk))
     request = WebhookDelivery.objects.create(webhook=hook, kind=WebhookDelivery.BISECT,
                                              bisect=bisect, body=body.decode(),
