@@ -20,6 +20,9 @@ from deviations.traces.uploads.runs import ThreadOptions, get_release, ingest_lo
 
 SERIES = "chromium-demo.example-load"
 RESULTS_SERIES = "mylib-bench.linux"
+#: The commits between two releases of the demo's trace series (their revisions are
+#: Chromium's version tags).
+DEMO_LOG_URL = "https://chromium.googlesource.com/chromium/src/+log/{from}..{to}"
 
 
 class Command(base.Command):
@@ -79,9 +82,12 @@ class Command(base.Command):
             runs = demo.write_demo_traces(Path(tmp), runs_per_release=runs_per_release)
             failed = 0
             for entry in runs:
-                release = get_release(SERIES, entry.release)
+                # Chromium tags each version: the tag is the revision, and the log between
+                # two tags is a real page of chromium.googlesource.com.
+                release = get_release(SERIES, entry.release, revision=entry.release)
                 run = ingest_local_file(release, entry.path, ThreadOptions()).run
                 failed += run.status != Run.DONE
+        Series.objects.filter(name=SERIES).update(log_url_template=DEMO_LOG_URL)
         series = Series.objects.get(name=SERIES)
         self.stdout.write(f"analysis: {analyse_series(series.pk)}")
         after_analysis(series.pk)  # the planted changes become alert groups
