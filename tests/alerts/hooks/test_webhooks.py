@@ -253,8 +253,12 @@ def test_page_lists_attempts_and_only_owners_write(receiver: Receiver,
     assert "HTTP 500" in shown
     assert "Send a test delivery" in shown
     page.force_login(bob)
-    assert page.post(f"/hooks/{h.pk}/test/").status_code == 403
-    assert page.post(f"/hooks/{h.pk}/delete/").status_code == 403
+    for action in ("test", "delete"):
+        # Refused on the webhooks page itself, with the reason (not a bare text answer).
+        refused_page = page.post(f"/hooks/{h.pk}/{action}/")
+        assert refused_page.status_code == 403
+        assert refused_page["Content-Type"].startswith("text/html")
+        assert 'class="error" role="alert"' in refused_page.content.decode()
     assert f'data-webhook="{h.pk}"' not in page.get("/hooks/").content.decode()
     refused = page.post("/hooks/", {"url": receiver.url + "\x00", "pattern": "s",
                                     "target": "series", "purpose": "alerts", "format": "json"})
