@@ -123,12 +123,12 @@ def group_triage(request: HttpRequest, group_id: int) -> HttpResponse:
 
 
 def alert_detail(request: HttpRequest, alert_id: int) -> HttpResponse:
-    return _alert_page(request, alert_id)
+    return alert_page(request, alert_id)
 
 
-def _alert_page(request: HttpRequest, alert_id: int, *, error: str = "",
-                status: int = 200) -> HttpResponse:
-    """An alert's page; after a refused move, with the reason."""
+def alert_page(request: HttpRequest, alert_id: int, *, error: str = "",
+               bisect_error: str = "", status: int = 200) -> HttpResponse:
+    """An alert's page; after a refused move or bisect (hooks.views), with the reason."""
     alert = get_object_or_404(
         Alert.objects.select_related("group", "assignee", "status_by", "nudged_by"),
         pk=alert_id,
@@ -139,6 +139,7 @@ def _alert_page(request: HttpRequest, alert_id: int, *, error: str = "",
         "subject_url": selectors.subject_url(alert),
         "range": selectors.culprit_range(alert),
         "neighbours": selectors.nudge_targets(alert), "nudge_error": error,
+        "bisect_error": bisect_error,
     }, status=status)
 
 
@@ -150,7 +151,7 @@ def nudge(request: HttpRequest, alert_id: int) -> HttpResponse:
     try:
         nudging.nudge(alert, request.user, request.POST.get("side", ""))
     except UserError as exc:
-        return _alert_page(request, alert_id, error=exc.message, status=exc.status)
+        return alert_page(request, alert_id, error=exc.message, status=exc.status)
     return redirect(alert.get_absolute_url())
 
 

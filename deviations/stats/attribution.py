@@ -62,7 +62,7 @@ class Attribution:
         For a total, its median difference minus the sum of its parts' median differences
         (NaN for parts, and where a side is absent).
     significant : ndarray of bool
-        ``q_value <= fdr``.
+        ``compare_two``'s: ``q_value <= fdr`` and the difference's interval excludes 0.
     """
 
     comparison: TwoSampleComparison
@@ -184,5 +184,5 @@ def attribute_change(
         mean_diff=mean_diff,
         share=share,
         remainder=remainder,
-        significant=comparison.q_value <= fdr,
+        significant=comparison.significant,
     )

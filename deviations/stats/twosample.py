@@ -86,6 +86,9 @@ class TwoSampleComparison:
         tested functions; NaN for appeared and vanished functions.
     verdict : ndarray of int8
         Codes of :data:`TWO_SAMPLE_VERDICTS`.
+    significant : ndarray of bool
+        ``q_value <= fdr`` and the interval of ``diff`` excludes 0: the change the numbers
+        shown beside it support (regression, improvement or below the threshold).
     test : {"rank", "welch", "median"}
         The test that gave the p-values (see :func:`compare_two`).
     """
@@ -97,6 +100,7 @@ class TwoSampleComparison:
     p_value: FloatArray
     q_value: FloatArray
     verdict: Int8Array
+    significant: BoolArray
     test: Literal["rank", "welch", "median"]
     fdr: float
     min_relative_change: float
@@ -179,10 +183,15 @@ def compare_two(
        :math:`t = (\bar b - \bar a) / \sqrt{s_a^2/n_a + s_b^2/n_b}` with
        Welch–Satterthwaite degrees of freedom (Welch 1947).
     3. ``q_value``: Benjamini–Hochberg (1995) over those p-values.
-    4. ``regression`` / ``improvement`` when ``q_value <= fdr``,
+    4. *significant*: ``q_value <= fdr`` **and** the interval of ``diff`` excludes 0.
+       The test and the interval are different methods (a rank test of the whole
+       distributions, or Welch's of the means, against Olive's interval of the medians'
+       difference): a change flagged beside an interval that holds 0 contradicted the
+       numbers shown with it (it was, on the compare page's call tree), so both must agree.
+    5. ``regression`` / ``improvement`` when significant,
        ``|relative| >= min_relative_change`` and ``|diff| >= min_absolute_change``,
        the sign of ``diff`` and ``direction`` deciding which; ``below_threshold`` when
-       only ``q_value <= fdr`` holds; else ``unchanged``.
+       only significant; else ``unchanged``.
 
     References
     ----------
@@ -232,7 +241,8 @@ def compare_two(
         else:
             p[both] = _t_p_value(d)[both]
     q = benjamini_hochberg(p)
-    significant = both & (q <= fdr)
+    excludes_zero = (d.lo > 0) | (d.hi < 0)
+    significant = both & (q <= fdr) & excludes_zero
     large = (np.abs(relative) >= min_relative_change) & (np.abs(d.estimate) >= min_absolute_change)
     worse = d.estimate > 0 if direction == "lower_is_better" else d.estimate < 0
     code = np.where(
@@ -249,6 +259,7 @@ def compare_two(
         p_value=p,
         q_value=q,
         verdict=code.astype(np.int8),
+        significant=significant,
         test=chosen,
         fdr=fdr,
         min_relative_change=min_relative_change,

@@ -33,5 +33,11 @@ def quantity(value: float | None, unit: str) -> str:
 
 
 @register.filter
+def level(value: float | None, unit: str) -> str:
+    """A level (before, after), not a change: no sign."""
+    return selectors.quantity(value, unit, sign=False)
+
+
+@register.filter
 def subject_url(alert: Any) -> str | None:
     return selectors.subject_url(alert)

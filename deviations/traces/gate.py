@@ -45,6 +45,9 @@ class Flag:
     metric: str
     direction: str
     status: str  # the alert's status; "new" when its alert is not recorded yet
+    #: The group this alert's group is downstream of (alerts.downstream): a sheriff said
+    #: what causes it, so it is triaged with that group and blocks nothing here.
+    upstream: int | None
     provisional: bool
     early: bool
     unit: str
@@ -61,7 +64,7 @@ class Flag:
 
     @property
     def untriaged(self) -> bool:
-        return self.status == Alert.NEW
+        return self.status == Alert.NEW and self.upstream is None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -111,6 +114,7 @@ def _flag(data: AlertData, stored: Alert | None) -> Flag:
     return Flag(
         subject=data.subject, metric=data.metric, direction=data.direction,
         status=stored.status if stored is not None else Alert.NEW,
+        upstream=stored.group.upstream_id if stored is not None else None,
         provisional=data.provisional, early=data.early, unit=data.unit, effect=data.effect,
         effect_lo=data.effect_lo, effect_hi=data.effect_hi, effect_pct=data.effect_pct,
         effect_pct_lo=data.effect_pct_lo, effect_pct_hi=data.effect_pct_hi,
@@ -224,7 +228,8 @@ def _table(flags: list[Flag], blocking: list[Flag]) -> list[str]:
             what = f"[{what}]({f.url})"
         p = f"{f.p_value:.2g}" if f.p_value is not None else "—"
         status = f.status + (" · provisional" if f.provisional else "") + (
-            " · early" if f.early else "")
+            " · early" if f.early else "") + (
+            f" · downstream of group {f.upstream}" if f.upstream is not None else "")
         lines.append(f"| {mark} | {what} | {_effect(f)} | {_pct(f)} | {p} | {status} |")
     return lines
 

@@ -299,3 +299,20 @@ def test_a_refused_triage_keeps_the_form_and_names_the_reason(client, demo_alert
     assert nothing.status_code == 400
     assert "select at least one alert" in nothing.content.decode()
     assert set(group.alerts.values_list("status", flat=True)) == {"new"}
+
+
+def test_alert_page_levels_have_no_sign_and_a_tag_revision_is_not_repeated(
+    client, demo_alerts, alice
+) -> None:
+    """Before → after are levels, not changes ("+2.52 ms → +5.11 ms" read as changes); the
+    demo's revisions are its version tags: "56.0.2905.0 at 56.0.2905.0" said nothing."""
+    client.force_login(alice)
+    paint = Alert.objects.get(subject="Paint", to_label=demo.RELEASES[8])
+    html = client.get(f"/alerts/{paint.pk}/").content.decode()
+    levels = re.search(r"<th>Before → after</th><td>(.*?)</td>", html).group(1)
+    assert "+" not in levels
+    assert re.fullmatch(r"\d+\.\d\d ms → \d+\.\d\d ms", levels)
+    assert f"last good {demo.RELEASES[7]}, first bad {demo.RELEASES[8]})" in html
+    assert f"{demo.RELEASES[7]} at {demo.RELEASES[7]}" not in html
+    assert (f'href="https://chromium.googlesource.com/chromium/src/+log/'
+            f'{demo.RELEASES[7]}..{demo.RELEASES[8]}"') in html

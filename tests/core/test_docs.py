@@ -32,12 +32,17 @@ def test_the_readmes_demo_groups_are_the_demos() -> None:
     assert groups.filter(detector="histogram").count() == histogram
 
 
-def test_make_demo_installs_the_runtime_only() -> None:
+def test_make_demo_installs_the_runtime_only_and_links_its_own_address() -> None:
     makefile = (ROOT / "Makefile").read_text()
-    demo = re.search(r"^demo: (.*)$", makefile, re.M)
+    demo = re.search(r"^demo: (.*)$((?:\n\t.*)+)", makefile, re.M)
     assert demo is not None
     assert "$(VENV)/.installed-run" in demo.group(1).split()
     assert "$(VENV)/.installed" not in demo.group(1).split()  # the test tools' stamp
+    # Its emails link to the address it serves (they said port 8000 whatever PORT was).
+    assert "DEMO_SITE_URL = $(or $(DEVIATIONS_SITE_URL),http://$(HOST):$(PORT))" in makefile
+    recipe = demo.group(2)
+    assert "DEVIATIONS_SITE_URL=$(DEMO_SITE_URL) $(PY) manage.py demo" in recipe
+    assert "$(PY) manage.py runserver $(HOST):$(PORT)" in recipe
 
 
 def test_deploy_says_bodies_are_buffered_and_emails_sent_at_most_once() -> None:

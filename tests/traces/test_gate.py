@@ -83,6 +83,20 @@ def test_a_triaged_regression_no_longer_fails_the_gate(series) -> None:
     assert "| acknowledged |" in out  # still listed, as triaged
 
 
+def test_a_regression_downstream_of_another_group_no_longer_fails_the_gate(series) -> None:
+    """A sheriff linked its group to the group that causes it (alerts.downstream): it is
+    triaged with that one, here as on the alerts pages and in emails."""
+    from deviations.alerts.models import AlertGroup
+
+    paint = Alert.objects.get(subject="Paint", to_label="1.2")
+    cause = AlertGroup.objects.create(detector="trace", family="other", from_label="a",
+                                      to_label="b", from_key="a", to_key="b")
+    AlertGroup.objects.filter(pk=paint.group_id).update(upstream=cause)
+    code, out, err = gate("--series", "s", "--release", "1.2")
+    assert (code, err) == (0, "")
+    assert f"| new · downstream of group {cause.pk} |" in out
+
+
 def test_a_release_without_regression_passes_and_markdown_goes_to_a_file(series, tmp_path
                                                                          ) -> None:
     target = tmp_path / "gate.md"

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import requests
+import urllib3
 from django.conf import settings
 
 from deviations.core.errors import UserError
@@ -81,6 +82,9 @@ class Outcome:
     status_code: int | None
     error: str
     duration_ms: int
+    #: The target was refused before any request (its address): trying again changes
+    #: nothing until the webhook or the setting does.
+    refused: bool = False
 
     @property
     def delivered(self) -> bool:
@@ -89,6 +93,8 @@ class Outcome:
     @property
     def retryable(self) -> bool:
         """A connection error, a timeout, a 5xx or a 408/425/429 may go away."""
+        if self.refused:
+            return False
         if self.status_code is None:
             return True
         return self.status_code >= 500 or self.status_code in RETRY_STATUSES
@@ -101,7 +107,7 @@ def send(*, url: str, method: str, body: bytes, secret: str, delivery_id: int, e
     try:
         check_address(url)
     except UserError as exc:
-        return Outcome(None, exc.message[:500], 0)
+        return Outcome(None, exc.message[:500], 0, refused=True)
     timestamp = int(time.time())
     headers = {
         "Content-Type": "application/json",
@@ -114,15 +120,17 @@ def send(*, url: str, method: str, body: bytes, secret: str, delivery_id: int, e
     if bearer:
         headers["Authorization"] = f"Bearer {bearer}"
     try:
-        response = requests.request(
+        # Streamed: of the answer only its first bytes are read (an error's reason), so a
+        # receiver that answers gigabytes costs nothing.
+        with requests.request(
             method, url, data=body, headers=headers, allow_redirects=False,
-            timeout=settings.DEVIATIONS_WEBHOOK_TIMEOUT_SECONDS,
-        )
-    except requests.RequestException as exc:
+            timeout=settings.DEVIATIONS_WEBHOOK_TIMEOUT_SECONDS, stream=True,
+        ) as response:
+            error = "" if 200 <= response.status_code < 300 else (
+                f"HTTP {response.status_code}: "
+                + response.raw.read(200, decode_content=True).decode("utf-8", "replace"))
+    except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
         return Outcome(None, f"{type(exc).__name__}: {exc}"[:500], _ms(started))
-    error = "" if 200 <= response.status_code < 300 else (
-        f"HTTP {response.status_code}: {response.text[:200]}")
-    response.close()
     return Outcome(response.status_code, error[:500], _ms(started))
 
 

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 from deviations.alerts.hooks import selectors, services
 from deviations.alerts.hooks.models import BugTemplate, Webhook
 from deviations.alerts.models import Alert
+from deviations.alerts.views import alert_page
 from deviations.core.errors import UserError
 
 _HOOK_FIELDS = ("url", "pattern", "target", "purpose", "format", "secret", "matrix_token")
@@ -30,14 +31,16 @@ def webhooks(request: HttpRequest) -> HttpResponse:
             error, status = exc.message, exc.status
         else:
             return redirect("hooks:webhooks")
+    return _webhooks_page(request, values, error, status)
+
+
+def _webhooks_page(request: HttpRequest, values: dict[str, str], error: str = "",
+                   status: int = 200) -> HttpResponse:
+    """The webhooks page; after a refused action, with the reason (and the form as sent)."""
     return render(request, "alerts/hooks/webhooks.html", {
         "hooks": selectors.user_webhooks(request.user), "values": values, "error": error,
         "targets": Webhook.TARGETS, "formats": Webhook.FORMATS, "purposes": Webhook.PURPOSES,
     }, status=status)
-
-
-def _refused(exc: UserError) -> HttpResponse:
-    return HttpResponse(exc.message, status=exc.status, content_type="text/plain")
 
 
 @login_required
@@ -46,7 +49,7 @@ def webhook_delete(request: HttpRequest, hook_id: int) -> HttpResponse:
     try:
         services.delete_webhook(request.user, get_object_or_404(Webhook, pk=hook_id))
     except UserError as exc:
-        return _refused(exc)
+        return _webhooks_page(request, {}, exc.message, exc.status)
     return redirect("hooks:webhooks")
 
 
@@ -56,7 +59,7 @@ def webhook_test(request: HttpRequest, hook_id: int) -> HttpResponse:
     try:
         services.send_test(request.user, get_object_or_404(Webhook, pk=hook_id))
     except UserError as exc:
-        return _refused(exc)
+        return _webhooks_page(request, {}, exc.message, exc.status)
     return redirect("hooks:webhooks")
 
 
@@ -72,6 +75,11 @@ def bug_templates(request: HttpRequest) -> HttpResponse:
             error, status = exc.message, exc.status
         else:
             return redirect("hooks:bugs")
+    return _bugs_page(request, values, error, status)
+
+
+def _bugs_page(request: HttpRequest, values: dict[str, str], error: str = "",
+               status: int = 200) -> HttpResponse:
     return render(request, "alerts/hooks/bugs.html", {
         "templates": selectors.bug_templates(), "values": values, "error": error,
         "kinds": BugTemplate.KINDS, "targets": BugTemplate.TARGETS,
@@ -85,7 +93,7 @@ def bug_template_delete(request: HttpRequest, template_id: int) -> HttpResponse:
         services.delete_bug_template(request.user,
                                      get_object_or_404(BugTemplate, pk=template_id))
     except UserError as exc:
-        return _refused(exc)
+        return _bugs_page(request, {}, exc.message, exc.status)
     return redirect("hooks:bugs")
 
 
@@ -96,5 +104,5 @@ def start_bisect(request: HttpRequest, alert_id: int) -> HttpResponse:
     try:
         services.start_bisect(request.user, alert)
     except UserError as exc:
-        return _refused(exc)
+        return alert_page(request, alert.pk, bisect_error=exc.message, status=exc.status)
     return redirect(alert.get_absolute_url())

@@ -24,6 +24,7 @@ class Receiver:
     def __init__(self) -> None:
         self.requests: list[Received] = []
         self.statuses: list[int] = []  # answered in turn; 200 once they run out
+        self.body = b"ok"  # the answer's body
         self.lock = threading.Lock()
         receiver = self
 
@@ -35,9 +36,12 @@ class Receiver:
                                                       dict(self.headers.items()), body))
                     status = receiver.statuses.pop(0) if receiver.statuses else 200
                 self.send_response(status)
-                self.send_header("Content-Length", "2")
+                self.send_header("Content-Length", str(len(receiver.body)))
                 self.end_headers()
-                self.wfile.write(b"ok")
+                try:
+                    self.wfile.write(receiver.body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client read what it wanted and hung up
 
             do_POST = do_PUT = _handle  # noqa: N815
 

@@ -90,7 +90,9 @@ def test_who_may_start_a_bisect(receiver: Receiver) -> None:
     assert api(bob).post(f"/api/alerts/{alert.pk}/bisect").status_code == 403
     page = Client()
     page.force_login(bob)
-    assert page.post(f"/hooks/alerts/{alert.pk}/bisect/").status_code == 403
+    refused = page.post(f"/hooks/alerts/{alert.pk}/bisect/")
+    assert refused.status_code == 403
+    assert 'id="bisect-error"' in refused.content.decode()  # the alert's page, with why
     Alert.objects.filter(pk=alert.pk).update(assignee=carol)
     assert api(carol, scope="other-*").post(
         f"/api/alerts/{alert.pk}/bisect").status_code == 403

@@ -190,6 +190,29 @@ def test_private_targets_are_refused_unless_allowed(settings) -> None:
         hook(user("bob"), "file:///etc/passwd")
 
 
+def test_a_target_found_private_when_sending_fails_at_once(receiver: Receiver, committed,
+                                                            settings) -> None:
+    """The address is checked again at each attempt (DNS may change): refused, the
+    delivery fails without a request and is not retried (nothing would change)."""
+    h = hook(user("alice"), receiver.url, pattern="*")  # allowed when it was added
+    settings.DEVIATIONS_WEBHOOK_ALLOW_PRIVATE = False
+    committed(services.send_test, h.owner, h)
+    d = WebhookDelivery.objects.get()
+    assert d.status == WebhookDelivery.FAILED
+    assert d.attempts == 1
+    assert "private address" in DeliveryAttempt.objects.get().error
+    assert receiver.requests == []
+
+
+def test_only_the_start_of_an_error_answer_is_read(receiver: Receiver, committed) -> None:
+    h = hook(user("alice"), receiver.url, pattern="*")
+    receiver.statuses = [410]
+    receiver.body = b"x" * 5_000_000
+    committed(services.send_test, h.owner, h)
+    error = DeliveryAttempt.objects.get().error
+    assert error == "HTTP 410: " + "x" * 200
+
+
 def test_a_worker_lost_mid_attempt_is_not_resent(receiver: Receiver) -> None:
     h = hook(user("alice"), receiver.url, pattern="*")
     long_ago = timezone.now() - timezone.timedelta(hours=1)
@@ -230,8 +253,12 @@ def test_page_lists_attempts_and_only_owners_write(receiver: Receiver,
     assert "HTTP 500" in shown
     assert "Send a test delivery" in shown
     page.force_login(bob)
-    assert page.post(f"/hooks/{h.pk}/test/").status_code == 403
-    assert page.post(f"/hooks/{h.pk}/delete/").status_code == 403
+    for action in ("test", "delete"):
+        # Refused on the webhooks page itself, with the reason (not a bare text answer).
+        refused_page = page.post(f"/hooks/{h.pk}/{action}/")
+        assert refused_page.status_code == 403
+        assert refused_page["Content-Type"].startswith("text/html")
+        assert 'class="error" role="alert"' in refused_page.content.decode()
     assert f'data-webhook="{h.pk}"' not in page.get("/hooks/").content.decode()
     refused = page.post("/hooks/", {"url": receiver.url + "\x00", "pattern": "s",
                                     "target": "series", "purpose": "alerts", "format": "json"})
