@@ -21,10 +21,11 @@ class Migration(migrations.Migration):
             name="resolution",
             field=models.FloatField(
                 default=0.0001,
-                help_text="Relative resolution r of the values the tests hold: each observation is "
-                "rounded down to the grid {0, ±(1+r)^k}, which keeps the false-alarm guarantee and bounds "
-                "the worker's memory and the checkpoint whatever the run's length; changes smaller "
-                "than r are not seen. 0: exact values (memory grows with the run).",
+                help_text="Relative resolution r of the values the tests hold: each "
+                "observation is rounded down to a fixed grid whose steps are at most r relative, "
+                "which keeps the false-alarm guarantee and bounds the worker's memory and the "
+                "checkpoint whatever the run's length; changes smaller than r are not seen. 0: exact "
+                "values (memory grows with the run).",
             ),
         ),
     ]

@@ -54,9 +54,9 @@ The sequence is tightest near ``tuned_n`` observations per arm and valid at ever
 counts below and at a point are a ``searchsorted`` on the values, the order statistic of
 rank k a ``searchsorted`` of k on the cumulative counts, so the decisions equal those on
 the raw sorted arrays (tested) and the memory is bounded by the distinct values (bounded
-whatever the stream's length once the values lie on a grid, ``stats.resolution``). The evidence only depends on x within
-each arm's window of ranks ``{k : log M_n(k) < T}`` (``T = log(1/alpha)`` minus the other
-arm's minimum), about ``sqrt(n log n)`` order statistics, so a look costs
+whatever the stream's length once the values lie on a grid, ``stats.resolution``). The
+evidence only depends on x within each arm's window of ranks ``{k : log M_n(k) < T}``
+(``T = log(1/alpha)`` minus the other arm's minimum), about ``sqrt(n log n)`` order statistics, so a look costs
 ``O(sqrt(n log n))`` beyond the merge, vectorised.
 
 References

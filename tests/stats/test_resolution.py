@@ -47,12 +47,14 @@ def test_order_properties(r: float) -> None:
     g = to_grid(x, r)
     up = grid_up(g, r)
     assert np.all(np.diff(g) >= 0)                # monotone
-    assert np.all(g <= x) and np.all(x < up)      # q(x) <= x < next grid point
+    assert np.all(g <= x)         # q(x) <= x < next grid point
+    assert np.all(x < up)
     np.testing.assert_array_equal(to_grid(g, r), g)     # grid points are fixed
     np.testing.assert_array_equal(to_grid(up, r), up)   # and so are the next ones
     normal = np.abs(g) > 1e-300
     step = (up[normal] - g[normal]) / np.abs(g[normal])
-    assert np.all(step <= r) and np.all(step > r / 4)   # between 2^-(m+1) and 2^-m
+    assert np.all(step <= r)      # between 2^-(m+1) and 2^-m
+    assert np.all(step > r / 4)
     m = math.ceil(-math.log2(r))
     assert np.unique(g[x > 1]).size <= 2 ** m * (math.log2(x.max()) + 1)
 

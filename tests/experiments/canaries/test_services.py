@@ -5,7 +5,6 @@ all the data, restored from a checkpoint after a cold start, stopping once decid
 from __future__ import annotations
 
 import math
-
 from typing import Any
 
 import numpy as np
