@@ -56,8 +56,8 @@ rank k a ``searchsorted`` of k on the cumulative counts, so the decisions equal 
 the raw sorted arrays (tested) and the memory is bounded by the distinct values (bounded
 whatever the stream's length once the values lie on a grid, ``stats.resolution``). The
 evidence only depends on x within each arm's window of ranks ``{k : log M_n(k) < T}``
-(``T = log(1/alpha)`` minus the other arm's minimum), about ``sqrt(n log n)`` order statistics, so a look costs
-``O(sqrt(n log n))`` beyond the merge, vectorised.
+(``T = log(1/alpha)`` minus the other arm's minimum), about ``sqrt(n log n)`` order
+statistics, so a look costs ``O(sqrt(n log n))`` beyond the merge, vectorised.
 
 References
 ----------
