@@ -106,7 +106,7 @@ def to_grid(values: npt.ArrayLike, resolution: float) -> FloatArray:
     Non-decreasing, ``q(x) <= x < grid_up(q(x))``; ``resolution=0`` returns the values.
     """
     r = check_resolution(resolution)
-    x = np.ascontiguousarray(values, dtype=np.float64)
+    x = np.array(values, dtype=np.float64)  # a C-contiguous copy, 0-d kept 0-d
     if r == 0.0 or x.size == 0:
         return x.copy()
     mask = _mask(r)
@@ -124,7 +124,7 @@ def grid_up(points: npt.ArrayLike, resolution: float) -> FloatArray:
     """The smallest grid point above each value (``+inf`` past the largest; infinite values
     stay); ``resolution=0`` returns the values."""
     r = check_resolution(resolution)
-    g = np.ascontiguousarray(points, dtype=np.float64)
+    g = np.array(points, dtype=np.float64)
     if r == 0.0:
         return g.copy()
     mask = _mask(r)

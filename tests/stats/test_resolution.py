@@ -114,3 +114,11 @@ def test_type_one_error_and_power_unchanged_on_the_grid() -> None:
         for r in (1e-4, 1e-3):
             assert all(shift[test, r]), (test, r)
             assert abs(np.median(shift[test, r]) - exact) <= 0.1 * exact, (test, r)
+
+
+def test_scalars_keep_their_shape() -> None:
+    assert to_grid(3.3, 1e-3).shape == grid_up(3.3, 1e-3).shape == ()
+    lo, hi = widen_difference(1.0, 2.0, (1.0, 2.0), (3.0, 4.0), 1e-3)
+    assert lo.shape == hi.shape == ()
+    assert lo < 1.0
+    assert hi > 2.0
