@@ -12,7 +12,9 @@ when nobody wrote since (the usual case: one worker keeps applying the batches o
 canaries), otherwise from the ``CanaryCheckpoint`` plus the few batches after it; it is
 never rebuilt from all observations. Checkpoints are written when the observations since
 the last one reach the number it held (and at least ``CHECKPOINT_MIN``): the bytes written
-stay about twice the final state, and a cold start replays at most half the data.
+stay about twice the final state, and a cold start replays at most half the data; with a
+resolution (bounded state) also every ``CHECKPOINT_MAX_REPLAY`` observations, so a cold
+start replays at most that many.
 
 With ``Canary.resolution`` r > 0 the tests hold the observations rounded down to the
 grid ``{0, ±(1+r)^k}`` (``stats.resolution.to_grid``; the stored batches stay exact): the
@@ -52,6 +54,10 @@ from deviations.stats.signs import SequentialSignTest
 GRID = np.round(np.arange(1, 200) * 0.005, 3)
 #: A checkpoint is written once this many observations (at least) arrived since the last.
 CHECKPOINT_MIN = 50_000
+#: With a resolution the checkpoint is bounded by the grid (a few MiB at most), so it is
+#: written at least every this many observations: a cold worker replays at most these
+#: (16 MB of float64) instead of half the run.
+CHECKPOINT_MAX_REPLAY = 2_000_000
 #: Tests kept in this process's memory (one per canary, the most recently updated).
 CACHE_SIZE = 8
 
@@ -300,7 +306,10 @@ def apply_pending(canary_id: int) -> Applied:
             canary_id=canary_id, seq=last, n_a=result.n_a, n_b=result.n_b,
             p_value=p_value, p_value_now=p_now,
         )
-        if result.n_a + result.n_b - held >= max(CHECKPOINT_MIN, held):
+        # Exact values: every time the data double (the bytes written stay about twice the
+        # final state). On a grid the state is bounded: also every CHECKPOINT_MAX_REPLAY.
+        due = held if not canary.resolution else min(held, CHECKPOINT_MAX_REPLAY)
+        if result.n_a + result.n_b - held >= max(CHECKPOINT_MIN, due):
             _checkpoint(canary, last, test)
             held = result.n_a + result.n_b
 

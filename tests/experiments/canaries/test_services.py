@@ -349,6 +349,7 @@ def test_resolution_bounds_the_checkpoint_and_widens_the_bands(
     of the gridded values with each upper end one grid step higher; r = 0 keeps the exact
     values (the canaries created before the resolution existed)."""
     monkeypatch.setattr(state, "CHECKPOINT_MIN", 1000)
+    monkeypatch.setattr(state, "CHECKPOINT_MAX_REPLAY", 2000)
     rng = np.random.default_rng(24)
     a = np.clip(rng.lognormal(np.log(800), 0.4, 6000), 200, 3000)
     b = np.clip(rng.lognormal(np.log(800), 0.4, 6000), 200, 3000)
@@ -362,6 +363,8 @@ def test_resolution_bounds_the_checkpoint_and_widens_the_bands(
         checkpoint = CanaryCheckpoint.objects.get(canary=canary)
         support = unpack(checkpoint.support)
         sizes[r] = support.size
+        # exact: at 1,000, 2,000, 4,000, 8,000 observations; on the grid also every 2,000
+        assert checkpoint.n_a + checkpoint.n_b == (12_000 if r else 8_000)
         held = np.concatenate((a[:checkpoint.n_a], b[:checkpoint.n_b]))
         np.testing.assert_array_equal(to_grid(support, r), support)
         st = _state(canary)
@@ -379,5 +382,5 @@ def test_resolution_bounds_the_checkpoint_and_widens_the_bands(
         lo = np.array([-np.inf if x is None else x for x in st.summary["diff"]["lo"]])
         assert np.all(lo <= bands.diff.lo)
         assert sizes[r] == np.unique(to_grid(held, r)).size
-    assert sizes[0.0] > 7_900  # the checkpoint at 8,000 observations: all distinct
+    assert sizes[0.0] > 7_900  # all distinct but the clipped ends
     assert sizes[1e-3] <= math.log(15) / math.log(1.001) + 1
