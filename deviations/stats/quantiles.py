@@ -220,10 +220,15 @@ class ArmCounts:
         if not batch.size:
             return self
         new, new_counts = np.unique(batch, return_counts=True)
-        values = np.union1d(self.values, new)
-        counts = np.zeros(values.size, dtype=np.int64)
-        counts[np.searchsorted(values, self.values)] = self.counts()
-        counts[np.searchsorted(values, new)] += new_counts
+        at = np.searchsorted(self.values, new)
+        seen = np.zeros(new.size, dtype=bool)
+        inside = at < self.values.size
+        seen[inside] = self.values[at[inside]] == new[inside]
+        counts = self.counts()
+        counts[at[seen]] += new_counts[seen]
+        # One pass over the held arrays (no sort of them): O(m log m + U).
+        values = np.insert(self.values, at[~seen], new[~seen])
+        counts = np.insert(counts, at[~seen], new_counts[~seen])
         return ArmCounts(values, np.cumsum(counts))
 
     def below(self, points: FloatArray, side: Literal["left", "right"]) -> IntArray:
