@@ -27,7 +27,7 @@ from ingest.services import parse_observations
 _STATUS_FIELDS = (
     "id", "name", "method", "quantiles", "quantile_verdicts", "decision", "headline",
     "p_value", "n_a", "n_b", "decided_n_a",
-    "decided_n_b", "statistic", "alpha", "tau", "words", "batches_received",
+    "decided_n_b", "statistic", "alpha", "tau", "resolution", "words", "batches_received",
     "batches_applied", "accepting", "samples_bound", "samples_bound_more", "change",
     "median_band", "narrow_enough", "samples_needed", "samples_needed_more",
 )
