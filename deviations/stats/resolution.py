@@ -38,9 +38,9 @@ points whatever the number of observations; lognormal latencies with log-sd 0.4 
 
 References
 ----------
-M. Lindon, D. W. Ham, M. Tingley, I. Bojinov, *Anytime-valid linear models and regression
-adjusted causal inference in randomized experiments* / *Anytime-valid inference in
-sequential experiments* (Netflix, 2022), the DKW confidence sequences used here. S. R.
+M. Lindon, C. Sanden, V. Shirikian, *Rapid Regression Detection in Software Deployments
+through Sequential Testing*, KDD '22, §3 (the DKW confidence sequences of
+``stats.sequential``). S. R.
 Howard, A. Ramdas, *Sequential estimation of quantiles with applications to A/B-testing
 and best-arm identification*, Bernoulli 28(3), 2022. The invariance of a two-sample null
 under a common monotone map: E. L. Lehmann, J. P. Romano, *Testing Statistical
