@@ -44,7 +44,7 @@ through Sequential Testing*, KDD '22, §3 (the DKW confidence sequences of
 Howard, A. Ramdas, *Sequential estimation of quantiles with applications to A/B-testing
 and best-arm identification*, Bernoulli 28(3), 2022. The invariance of a two-sample null
 under a common monotone map: E. L. Lehmann, J. P. Romano, *Testing Statistical
-Hypotheses*, 3rd ed., 2005, §6.8 (rank tests and monotone transformations).
+Hypotheses*, 3rd ed., 2005, ch. 6 (invariance under monotone transformations).
 
 Only numpy is imported here.
 """
