@@ -49,11 +49,15 @@ log(1/alpha)))``; the Beta prior of (1) with variance ``q (1-q) / (c + 1)`` matc
 when ``c + 1 = rho / (q (1-q)) = tuned_n / (2 L + log(1 + 2 L))``, ``L = log(1/alpha)``.
 The sequence is tightest near ``tuned_n`` observations per arm and valid at every n.
 
-**Work per look.** The arms are kept as sorted arrays (a batch of m is merged in
-``O(m log n)`` comparisons plus one memory move). The evidence only depends on x within
-each arm's window of ranks ``{k : log M_n(k) < T}`` (``T = log(1/alpha)`` minus the other
-arm's minimum), about ``sqrt(n log n)`` order statistics, so a look costs
-``O(sqrt(n log n))`` beyond the merge, vectorised.
+**Work per look.** Each arm is kept as its sorted distinct values with cumulative counts
+(:class:`ArmCounts`; a batch of m is merged in ``O(m log m + U)`` for U distinct values):
+counts below and at a point are a ``searchsorted`` on the values, the order statistic of
+rank k a ``searchsorted`` of k on the cumulative counts, so the decisions equal those on
+the raw sorted arrays (tested) and the memory is bounded by the distinct values (bounded
+whatever the stream's length once the values lie on a grid, ``stats.resolution``). The
+evidence only depends on x within each arm's window of ranks ``{k : log M_n(k) < T}``
+(``T = log(1/alpha)`` minus the other arm's minimum), about ``sqrt(n log n)`` order
+statistics, so a look costs ``O(sqrt(n log n))`` beyond the merge, vectorised.
 
 References
 ----------
@@ -186,13 +190,70 @@ def _window(n: int, q: float, c: float, threshold: float | None) -> _Window:
     return _Window(int(ks[below[0]]), int(ks[below[-1]]), int(ks[i_min]), float(values[i_min]))
 
 
-def _arm_g(sorted_x: FloatArray, points: FloatArray, q: float, c: float, k_min: int) -> FloatArray:
+@dataclass(frozen=True)
+class ArmCounts:
+    """One arm's observations as sorted distinct ``values`` (each seen at least once) and
+    ``cumulative`` counts (``cumulative[i] = #{X <= values[i]}``)."""
+
+    values: FloatArray
+    cumulative: IntArray
+
+    @property
+    def n(self) -> int:
+        return int(self.cumulative[-1]) if self.cumulative.size else 0
+
+    @classmethod
+    def empty(cls) -> ArmCounts:
+        return cls(np.empty(0), np.empty(0, dtype=np.int64))
+
+    @classmethod
+    def from_counts(cls, values: FloatArray, counts: IntArray) -> ArmCounts:
+        keep = counts > 0
+        return cls(values[keep], np.cumsum(counts[keep], dtype=np.int64))
+
+    def counts(self) -> IntArray:
+        out: IntArray = np.diff(self.cumulative, prepend=0)
+        return out
+
+    def merged(self, batch: FloatArray) -> ArmCounts:
+        """This arm with ``batch`` added (``O(m log m + U)``)."""
+        if not batch.size:
+            return self
+        new, new_counts = np.unique(batch, return_counts=True)
+        at = np.searchsorted(self.values, new)
+        seen = np.zeros(new.size, dtype=bool)
+        inside = at < self.values.size
+        seen[inside] = self.values[at[inside]] == new[inside]
+        counts = self.counts()
+        counts[at[seen]] += new_counts[seen]
+        # One pass over the held arrays (no sort of them): O(m log m + U).
+        values = np.insert(self.values, at[~seen], new[~seen])
+        counts = np.insert(counts, at[~seen], new_counts[~seen])
+        return ArmCounts(values, np.cumsum(counts))
+
+    def below(self, points: FloatArray, side: Literal["left", "right"]) -> IntArray:
+        """``#{X < p}`` (``side="left"``) or ``#{X <= p}`` (``"right"``) for each point."""
+        i = np.searchsorted(self.values, points, side=side)
+        out: IntArray = np.where(i > 0, self.cumulative[np.maximum(i - 1, 0)], 0)
+        return out
+
+    def ranks(self, first: int, last: int) -> FloatArray:
+        """The distinct values among the order statistics of ranks ``first..last``
+        (1-based, within 1..n; empty if ``first > last``)."""
+        if first > last:
+            return np.empty(0)
+        i, j = np.searchsorted(self.cumulative, [first, last], side="left")
+        out: FloatArray = self.values[i:j + 1]
+        return out
+
+
+def _arm_g(arm: ArmCounts, points: FloatArray, q: float, c: float, k_min: int) -> FloatArray:
     """``g(x)`` on the cells ``(-inf, p_0), [p_0], (p_0, p_1), ..., [p_{m-1}], (p_{m-1}, inf)``
     of sorted distinct ``points``: ``log M_n`` at the arm's count there, the smallest over
     ``[#{X < x}, #{X <= x}]`` at a point (ties, see the module docstring)."""
-    n = sorted_x.size
-    less = np.searchsorted(sorted_x, points, side="left")
-    less_eq = np.searchsorted(sorted_x, points, side="right")
+    n = arm.n
+    less = arm.below(points, "left")
+    less_eq = arm.below(points, "right")
     counts = np.empty(2 * points.size + 1, dtype=np.int64)
     counts[0:-1:2] = less                     # gaps just below each point
     counts[-1] = less_eq[-1]                  # above the last point
@@ -201,7 +262,7 @@ def _arm_g(sorted_x: FloatArray, points: FloatArray, q: float, c: float, k_min: 
 
 
 def _cells(
-    sorted_a: FloatArray, sorted_b: FloatArray, q: float, c: float, threshold: float
+    sorted_a: ArmCounts, sorted_b: ArmCounts, q: float, c: float, threshold: float
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """The two arms' ``g`` on the cells of the union of their windows' order statistics.
 
@@ -209,14 +270,14 @@ def _cells(
     arm's threshold, so every pair with ``g_a + g_b < threshold`` lies in cells where both
     are evaluated exactly (module docstring, "Work per look").
     """
-    n_a, n_b = sorted_a.size, sorted_b.size
+    n_a, n_b = sorted_a.n, sorted_b.n
     min_a = _window(n_a, q, c, None).minimum
     min_b = _window(n_b, q, c, None).minimum
     win_a = _window(n_a, q, c, threshold - min_b)
     win_b = _window(n_b, q, c, threshold - min_a)
     # Order statistics of ranks k_lo .. k_hi + 1 (1-based) bound each arm's window.
-    pa = sorted_a[max(win_a.k_lo - 1, 0):min(win_a.k_hi + 1, n_a)]
-    pb = sorted_b[max(win_b.k_lo - 1, 0):min(win_b.k_hi + 1, n_b)]
+    pa = sorted_a.ranks(max(win_a.k_lo, 1), min(win_a.k_hi + 1, n_a))
+    pb = sorted_b.ranks(max(win_b.k_lo, 1), min(win_b.k_hi + 1, n_b))
     points = np.unique(np.concatenate((pa, pb)))
     return (points, _arm_g(sorted_a, points, q, c, win_a.k_min),
             _arm_g(sorted_b, points, q, c, win_b.k_min))
@@ -237,11 +298,12 @@ def directional_evidence(
     ``E+ >= log(1/alpha)`` concludes B's ``q``-quantile is above A's, ``E- >= log(1/alpha)``
     below. Exact up to ``log(1/alpha) + log(100)``, capped there.
     """
-    sa, sb = np.sort(as_sample(a, "a", minimum=1)), np.sort(as_sample(b, "b", minimum=1))
+    sa = ArmCounts.empty().merged(as_sample(a, "a", minimum=1))
+    sb = ArmCounts.empty().merged(as_sample(b, "b", minimum=1))
     return _directional(sa, sb, q, prior_size(q, tuned_n, alpha), math.log(1.0 / alpha))
 
 
-def _directional(sa: FloatArray, sb: FloatArray, q: float, c: float,
+def _directional(sa: ArmCounts, sb: ArmCounts, q: float, c: float,
                  log_level: float) -> tuple[float, float]:
     cap = log_level + _EVIDENCE_MARGIN
     _, g_a, g_b = _cells(sa, sb, q, c, cap)
@@ -263,13 +325,13 @@ def _sublevel_ends(g: FloatArray, levels: FloatArray) -> tuple[IntArray, IntArra
     return first.astype(np.int64), last.astype(np.int64)
 
 
-def _order_statistic(sorted_x: FloatArray, rank: int) -> float:
+def _order_statistic(arm: ArmCounts, rank: int) -> float:
     """1-based order statistic; ``-inf`` below rank 1, ``+inf`` above n."""
     if rank < 1:
         return -math.inf
-    if rank > sorted_x.size:
+    if rank > arm.n:
         return math.inf
-    return float(sorted_x[rank - 1])
+    return float(arm.values[int(np.searchsorted(arm.cumulative, rank, side="left"))])
 
 
 @dataclass(frozen=True)
@@ -380,8 +442,8 @@ class QuantileSequentialTest:
         k = len(self.quantiles)
         self._log_level = math.log(k / self.alpha)
         self._priors = tuple(prior_size(q, self.tuned_n, self.alpha / k) for q in self.quantiles)
-        self._a: FloatArray = np.empty(0)
-        self._b: FloatArray = np.empty(0)
+        self._a = ArmCounts.empty()
+        self._b = ArmCounts.empty()
         self._above = [0.0] * k   # running maxima of E+ and E- (log scale)
         self._below = [0.0] * k
         self._decisions: list[QuantileDecision] = ["continue"] * k
@@ -390,19 +452,11 @@ class QuantileSequentialTest:
 
     @property
     def n_a(self) -> int:
-        return int(self._a.size)
+        return self._a.n
 
     @property
     def n_b(self) -> int:
-        return int(self._b.size)
-
-    @staticmethod
-    def _merge(sorted_x: FloatArray, batch: FloatArray) -> FloatArray:
-        if not batch.size:
-            return sorted_x
-        batch = np.sort(batch)
-        merged: FloatArray = np.insert(sorted_x, np.searchsorted(sorted_x, batch), batch)
-        return merged
+        return self._b.n
 
     def update(self, a_values: npt.ArrayLike, b_values: npt.ArrayLike) -> QuantileResult:
         """Add a batch to each arm (either may be empty) and look once.
@@ -413,9 +467,9 @@ class QuantileSequentialTest:
         """
         a = as_sample(a_values, "a_values")
         b = as_sample(b_values, "b_values")
-        self._a = self._merge(self._a, a)
-        self._b = self._merge(self._b, b)
-        if self._a.size and self._b.size:
+        self._a = self._a.merged(a)
+        self._b = self._b.merged(b)
+        if self._a.n and self._b.n:
             self._look()
         return self.result()
 
@@ -450,10 +504,10 @@ class QuantileSequentialTest:
                               verdicts=verdicts, decided_by=tuple(self._order))
 
     @staticmethod
-    def _estimate(sorted_x: FloatArray, q: float) -> float:
-        if not sorted_x.size:
+    def _estimate(arm: ArmCounts, q: float) -> float:
+        if not arm.n:
             return math.nan
-        return _order_statistic(sorted_x, max(math.ceil(sorted_x.size * q), 1))
+        return _order_statistic(arm, max(math.ceil(arm.n * q), 1))
 
     def intervals(self) -> tuple[QuantileInterval, ...]:
         """Each quantile's anytime-valid bands (:class:`QuantileInterval`), at this look.
@@ -463,7 +517,7 @@ class QuantileSequentialTest:
         ValueError
             Before both arms have data.
         """
-        if not (self._a.size and self._b.size):
+        if not (self._a.n and self._b.n):
             raise ValueError("both arms need observations")
         return tuple(self._interval(q, c) for q, c in
                      zip(self.quantiles, self._priors, strict=True))
@@ -492,8 +546,11 @@ class QuantileSequentialTest:
     def to_state(self, *, data: bool = True) -> dict[str, Any]:
         """JSON-serialisable state, restored exactly by :meth:`from_state`.
 
-        ``data=False`` leaves out the arms' sorted values (``"a"``, ``"b"``), for a caller
-        that keeps the observations elsewhere and passes them back to :meth:`from_state`.
+        ``data=False`` leaves out the arms' data (``"support"``, the sorted distinct values
+        of both arms, and ``"counts_a"``, ``"counts_b"``, each value's count per arm, as in
+        ``SequentialTest.to_state``), for a caller that keeps the observations elsewhere and
+        passes them back to :meth:`from_state` (in that form, or as raw sorted values
+        ``"a"``, ``"b"``).
         """
         out: dict[str, Any] = {
             "format": _STATE_FORMAT, "quantiles": list(self.quantiles), "alpha": self.alpha,
@@ -504,7 +561,12 @@ class QuantileSequentialTest:
             "order": list(self._order),
         }
         if data:
-            out["a"], out["b"] = self._a.tolist(), self._b.tolist()
+            support = np.union1d(self._a.values, self._b.values)
+            for key, arm in (("counts_a", self._a), ("counts_b", self._b)):
+                counts = np.zeros(support.size, dtype=np.int64)
+                counts[np.searchsorted(support, arm.values)] = arm.counts()
+                out[key] = counts.tolist()
+            out["support"] = support.tolist()
         return out
 
     @classmethod
@@ -514,12 +576,25 @@ class QuantileSequentialTest:
             raise ValueError(f"unsupported state format {state.get('format')!r}")
         test = cls(state["quantiles"], state["alpha"], tuned_n=state["tuned_n"])
         k = len(test.quantiles)
-        a = np.asarray(state["a"], dtype=np.float64)
-        b = np.asarray(state["b"], dtype=np.float64)
-        for arm in (a, b):
-            if arm.ndim != 1 or not np.all(np.isfinite(arm)) or np.any(np.diff(arm) < 0):
-                raise ValueError("arm values must be finite and sorted")
-        test._a, test._b = a, b
+        if "support" in state:
+            support = np.asarray(state["support"], dtype=np.float64)
+            if (support.ndim != 1 or not np.all(np.isfinite(support))
+                    or np.any(np.diff(support) <= 0)):
+                raise ValueError("support must be finite, sorted and distinct")
+            arms = []
+            for key in ("counts_a", "counts_b"):
+                counts = np.asarray(state[key], dtype=np.int64)
+                if counts.shape != support.shape or np.any(counts < 0):
+                    raise ValueError(f"{key} must be non-negative, one per support value")
+                arms.append(ArmCounts.from_counts(support, counts))
+            test._a, test._b = arms
+        else:
+            for key in ("a", "b"):
+                arm = np.asarray(state[key], dtype=np.float64)
+                if arm.ndim != 1 or not np.all(np.isfinite(arm)) or np.any(np.diff(arm) < 0):
+                    raise ValueError("arm values must be finite and sorted")
+            test._a = ArmCounts.empty().merged(np.asarray(state["a"], dtype=np.float64))
+            test._b = ArmCounts.empty().merged(np.asarray(state["b"], dtype=np.float64))
         lists = (state["above"], state["below"], state["decisions"], state["decided_at"])
         if any(len(x) != k for x in lists):
             raise ValueError("per-quantile state does not match the quantiles")

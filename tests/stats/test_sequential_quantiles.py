@@ -108,10 +108,11 @@ def test_windowed_evidence_equals_evaluation_on_every_cell() -> None:
         b = np.sort(lognormal(rng, 2_500, scale))
         c = prior_size(q, 10_000, 0.05 / 3)
         level = math.log(60)
-        got = qmod._directional(a, b, q, c, level)
+        arm_a, arm_b = qmod.ArmCounts.empty().merged(a), qmod.ArmCounts.empty().merged(b)
+        got = qmod._directional(arm_a, arm_b, q, c, level)
         pts = np.unique(np.concatenate((a, b)))
-        ga = qmod._arm_g(a, pts, q, c, qmod._window(a.size, q, c, None).k_min)
-        gb = qmod._arm_g(b, pts, q, c, qmod._window(b.size, q, c, None).k_min)
+        ga = qmod._arm_g(arm_a, pts, q, c, qmod._window(a.size, q, c, None).k_min)
+        gb = qmod._arm_g(arm_b, pts, q, c, qmod._window(b.size, q, c, None).k_min)
         cap = level + math.log(100)
         want = (min(qmod._evidence(gb, ga), cap), min(qmod._evidence(ga, gb), cap))
         np.testing.assert_allclose(got, want, rtol=1e-12)
@@ -219,8 +220,8 @@ def test_batches_give_the_same_data_and_evidence_as_one_shot() -> None:
     cuts_b = np.sort(rng.choice(np.arange(1, 900), 9, replace=False))
     for part_a, part_b in zip(np.split(a, cuts_a), np.split(b, cuts_b), strict=True):
         many.update(part_a, part_b)
-    assert one.to_state()["a"] == many.to_state()["a"]
-    assert one.to_state()["b"] == many.to_state()["b"]
+    for key in ("support", "counts_a", "counts_b"):
+        assert one.to_state()[key] == many.to_state()[key]
     for q in one.quantiles:
         assert directional_evidence(a, b, q, tuned_n=10_000, alpha=0.05 / 3) == (
             qmod._directional(many._a, many._b, q, prior_size(q, 10_000, 0.05 / 3),
@@ -243,7 +244,8 @@ def test_state_round_trip_continues_identically() -> None:
 
 @pytest.mark.parametrize(("key", "value", "message"), [
     ("format", 2, "format"),
-    ("a", [2.0, 1.0], "sorted"),
+    ("support", [2.0, 1.0], "sorted"),
+    ("counts_a", [-1], "non-negative"),
     ("decisions", ["b_above", "sideways"], "decision"),
     ("above", [-1.0, 0.0], "non-negative"),
     ("order", [0.5], "order"),
@@ -278,3 +280,62 @@ def test_nan_and_empty_arms() -> None:
     with pytest.raises(ValueError, match="both arms"):
         test.intervals()
     assert result.verdicts[2].label == "p99"
+
+
+def _raw_arm_g(sorted_x: np.ndarray, points: np.ndarray, q: float, c: float,
+               k_min: int) -> np.ndarray:
+    """The evaluation on raw sorted arrays, as before the arms were held as counts."""
+    less = np.searchsorted(sorted_x, points, side="left")
+    less_eq = np.searchsorted(sorted_x, points, side="right")
+    counts = np.empty(2 * points.size + 1, dtype=np.int64)
+    counts[0:-1:2] = less
+    counts[-1] = less_eq[-1]
+    counts[1::2] = np.clip(k_min, less, less_eq)
+    return log_mixture(counts, sorted_x.size, q, c)
+
+
+def _raw_evidence(sa: np.ndarray, sb: np.ndarray, q: float, c: float,
+                  level: float) -> tuple[float, float]:
+    cap = level + math.log(100)
+    min_a = qmod._window(sa.size, q, c, None).minimum
+    min_b = qmod._window(sb.size, q, c, None).minimum
+    win_a = qmod._window(sa.size, q, c, cap - min_b)
+    win_b = qmod._window(sb.size, q, c, cap - min_a)
+    pa = sa[max(win_a.k_lo - 1, 0):min(win_a.k_hi + 1, sa.size)]
+    pb = sb[max(win_b.k_lo - 1, 0):min(win_b.k_hi + 1, sb.size)]
+    points = np.unique(np.concatenate((pa, pb)))
+    ga = _raw_arm_g(sa, points, q, c, win_a.k_min)
+    gb = _raw_arm_g(sb, points, q, c, win_b.k_min)
+    return min(qmod._evidence(gb, ga), cap), min(qmod._evidence(ga, gb), cap)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_counts_give_the_raw_arrays_results(seed: int) -> None:
+    """The arms held as distinct values with cumulative counts decide exactly as the raw
+    sorted arrays did: evidence after every batch, estimates, on random streams with and
+    without ties (the raw evaluation above is the implementation before issue 24)."""
+    rng = np.random.default_rng(2400 + seed)
+    digits = (None, 2, 1, 0)[seed]
+    test = QuantileSequentialTest((0.5, 0.9, 0.99), tuned_n=2_000)
+    sa, sb = np.empty(0), np.empty(0)
+    above = np.zeros(3)
+    below = np.zeros(3)
+    for _ in range(25):
+        a = lognormal(rng, int(rng.integers(1, 60)))
+        b = lognormal(rng, int(rng.integers(1, 60)), 1.08)
+        if digits is not None:
+            a, b = np.round(a, digits), np.round(b, digits)
+        sa, sb = np.sort(np.concatenate((sa, a))), np.sort(np.concatenate((sb, b)))
+        result = test.update(a, b)
+        for j, (q, c) in enumerate(zip(test.quantiles, test._priors, strict=True)):
+            if test._decided_at[j] is None or test._decided_at[j] == (sa.size, sb.size):
+                up, down = _raw_evidence(sa, sb, q, c, test._log_level)
+                above[j], below[j] = max(above[j], up), max(below[j], down)
+            verdict = result.verdicts[j]
+            rank_a, rank_b = max(math.ceil(sa.size * q), 1), max(math.ceil(sb.size * q), 1)
+            assert (verdict.estimate_a, verdict.estimate_b) == (sa[rank_a - 1], sb[rank_b - 1])
+        assert test._above == above.tolist()
+        assert test._below == below.tolist()
+    state = test.to_state()
+    np.testing.assert_array_equal(np.repeat(state["support"], state["counts_a"]), sa)
+    np.testing.assert_array_equal(np.repeat(state["support"], state["counts_b"]), sb)

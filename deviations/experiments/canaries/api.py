@@ -30,6 +30,7 @@ class CanaryIn(Schema):
     quantiles: list[float] = []
     min_effect: float | None = None
     owners: list[str] = []
+    resolution: float = Canary.DEFAULT_RESOLUTION
 
 
 class BatchIn(Schema):
@@ -58,6 +59,7 @@ class StatusOut(Schema):
     method: str
     alpha: float
     tau: float | None
+    resolution: float
     decision: str
     headline: str
     headline_text: str
@@ -104,7 +106,9 @@ def create(request: HttpRequest, body: CanaryIn) -> Status[dict[str, Any]]:
     ``method``: ``dkw`` (default: distribution functions) or ``signs`` (a sign test on
     pairs, faster on shifts, reject only; docs/statistics.md). ``quantiles`` (e.g.
     ``[0.5, 0.9, 0.99]``): judge the canary on these quantiles instead, each with an
-    anytime-valid decision (Bonferroni over them; needs ``method`` dkw and no ``tau``)."""
+    anytime-valid decision (Bonferroni over them; needs ``method`` dkw and no ``tau``).
+    ``resolution`` (default 1e-4, 0 = exact): values are rounded down to a relative grid of
+    that step, which bounds the canary's memory and keeps the false-alarm guarantee."""
     canary = services.create_canary(user=request.auth, **body.dict())
     return Status(201, _status(_canary(canary.pk)))
 

@@ -35,6 +35,15 @@ class CanaryForm(forms.Form):
         except ValueError:
             raise forms.ValidationError(
                 "comma-separated probabilities, e.g. 0.5,0.9,0.99") from None
+    resolution = forms.FloatField(
+        initial=Canary.DEFAULT_RESOLUTION, required=False, label="Resolution (relative)",
+        help_text="Values "
+        "are rounded down to steps of this relative size (memory bounded, the false-alarm "
+        "guarantee kept; smaller changes not seen). 0: exact.")
+
+    def clean_resolution(self) -> float:
+        value = self.cleaned_data.get("resolution")
+        return Canary.DEFAULT_RESOLUTION if value is None else value
     min_effect = forms.FloatField(required=False, label="Smallest change worth knowing",
                                   help_text="On the median, in the metric's unit.")
     owners = forms.CharField(required=False, help_text="Emails told of a rejection, "

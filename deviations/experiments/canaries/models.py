@@ -51,6 +51,17 @@ class Canary(models.Model):
         "0.9, 0.99]: each gets an anytime-valid decision (Bonferroni over them), and these "
         "decide the canary instead of the distribution-function test. Empty: not used.",
     )
+    #: New canaries' resolution (docs/statistics.md, "Canaries: state in bounded memory");
+    #: canaries created before it keep 0, so their stored checkpoints stay consistent.
+    DEFAULT_RESOLUTION = 1e-4
+    resolution = models.FloatField(
+        default=DEFAULT_RESOLUTION,
+        help_text="Relative resolution r of the values the tests hold: each "
+        "observation is rounded down to a fixed grid whose steps are at most r relative, "
+        "which keeps the false-alarm guarantee and bounds the worker's memory and the "
+        "checkpoint whatever the run's length; changes smaller than r are not seen. 0: exact "
+        "values (memory grows with the run).",
+    )
     min_effect = models.FloatField(
         null=True, blank=True, help_text="The smallest change of the median worth knowing, in "
         "the metric's unit: the page says whether the interval is narrow enough for it.",

@@ -166,6 +166,7 @@ def canary_view(canary: Canary, change: float | None = None) -> dict[str, Any]:
         "method": canary.method,
         "alpha": canary.alpha,
         "tau": canary.tau,
+        "resolution": canary.resolution,
         "quantile": canary.quantile,
         "quantiles": list(canary.quantiles),
         "quantile_verdicts": [

@@ -27,6 +27,7 @@ from deviations.core.queue import enqueue
 from deviations.core.text import has_control
 from deviations.experiments.canaries import tasks
 from deviations.experiments.canaries.models import Canary, CanaryBatch, CanaryState
+from deviations.stats.resolution import MAX_RESOLUTION, MIN_RESOLUTION
 from deviations.stats.sequential import inter_arrival_times
 from ingest.services import Observations
 
@@ -81,6 +82,7 @@ def create_canary(
     count: bool = False, metric: str = "", unit: str = "", quantile: float = 0.95,
     method: str = Canary.DKW, quantiles: Any = None,
     min_effect: float | None = None, owners: Any = None, user: Any = None,
+    resolution: float = Canary.DEFAULT_RESOLUTION,
 ) -> Canary:
     """Check every field, then store the canary and its empty state."""
     name = (name or "").strip()
@@ -102,6 +104,10 @@ def create_canary(
     if judged_on and (method != Canary.DKW or tau is not None):
         raise UserError("quantiles: they decide the canary themselves; leave method 'dkw' "
                         "and tau empty")
+    if not (isinstance(resolution, int | float) and (
+            resolution == 0 or MIN_RESOLUTION <= resolution <= MAX_RESOLUTION)):
+        raise UserError(f"resolution: 0 (exact) or a relative step in [{MIN_RESOLUTION:g}, "
+                        f"{MAX_RESOLUTION:g}], e.g. 0.0001")
     if min_effect is not None and not (
         isinstance(min_effect, int | float) and math.isfinite(min_effect) and min_effect > 0
     ):
@@ -119,6 +125,7 @@ def create_canary(
             name=name, bad=bad, alpha=float(alpha), tau=None if tau is None else float(tau),
             count=bool(count), metric=(metric or "").strip(), unit=(unit or "").strip(),
             quantile=float(quantile), method=method, quantiles=judged_on,
+            resolution=float(resolution),
             min_effect=None if min_effect is None else float(min_effect),
             owners=_email_list(owners, "owners"),
             created_by=user if getattr(user, "is_authenticated", False) else None,

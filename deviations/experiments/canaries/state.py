@@ -12,7 +12,15 @@ when nobody wrote since (the usual case: one worker keeps applying the batches o
 canaries), otherwise from the ``CanaryCheckpoint`` plus the few batches after it; it is
 never rebuilt from all observations. Checkpoints are written when the observations since
 the last one reach the number it held (and at least ``CHECKPOINT_MIN``): the bytes written
-stay about twice the final state, and a cold start replays at most half the data.
+stay about twice the final state, and a cold start replays at most half the data; with a
+resolution (bounded state) also every ``CHECKPOINT_MAX_REPLAY`` observations, so a cold
+start replays at most that many.
+
+With ``Canary.resolution`` r > 0 the tests hold the observations rounded down to the
+grid ``{0, ±(1+r)^k}`` (``stats.resolution.to_grid``; the stored batches stay exact): the
+tests' type I error is unchanged, their state and the checkpoint are bounded by the grid
+points the values reach, and every quantile band shown is widened by one grid step above
+(``widen_band``, ``widen_difference``) so that it holds for the exact values.
 
 A batch applied twice changes nothing: batches are applied by ``seq`` after
 ``applied_seq``, under the row lock, and ``applied_seq`` moves in the same transaction.
@@ -37,6 +45,7 @@ from deviations.experiments.canaries.models import (
     CanaryState,
 )
 from deviations.stats.quantiles import QuantileSequentialTest, QuantileVerdict
+from deviations.stats.resolution import to_grid, widen_band, widen_difference
 from deviations.stats.sequential import SequentialTest
 from deviations.stats.signs import SequentialSignTest
 
@@ -45,6 +54,10 @@ from deviations.stats.signs import SequentialSignTest
 GRID = np.round(np.arange(1, 200) * 0.005, 3)
 #: A checkpoint is written once this many observations (at least) arrived since the last.
 CHECKPOINT_MIN = 50_000
+#: With a resolution the checkpoint is bounded by the grid (a few MiB at most), so it is
+#: written at least every this many observations: a cold worker replays at most these
+#: (16 MB of float64) instead of half the run.
+CHECKPOINT_MAX_REPLAY = 2_000_000
 #: Tests kept in this process's memory (one per canary, the most recently updated).
 CACHE_SIZE = 8
 
@@ -98,9 +111,14 @@ def summarise(canary: Canary, test: SequentialTest) -> dict[str, Any]:
     out["sup_diff"], out["inf_diff"] = test.sup_difference, test.inf_difference
     bands = test.quantile_bands(grid_for(canary))
     out["p"] = bands.a.p.tolist()
+    r = canary.resolution
+    # Bands for the quantiles of the gridded values, made bands for the exact ones.
+    ends = {"a": widen_band(bands.a.lo, bands.a.hi, r), "b": widen_band(bands.b.lo, bands.b.hi, r),
+            "diff": widen_difference(bands.diff.lo, bands.diff.hi, (bands.a.lo, bands.a.hi),
+                                     (bands.b.lo, bands.b.hi), r)}
     for key, band in (("a", bands.a), ("b", bands.b), ("diff", bands.diff)):
-        out[key] = {"estimate": _finite(band.estimate), "lo": _finite(band.lo),
-                    "hi": _finite(band.hi)}
+        lo, hi = ends[key]
+        out[key] = {"estimate": _finite(band.estimate), "lo": _finite(lo), "hi": _finite(hi)}
     return out
 
 
@@ -115,8 +133,10 @@ def _empty_state(canary: Canary, state: CanaryState) -> dict[str, Any]:
     }
 
 
-def _batches(canary_id: int, after: int, upto: int | None = None) -> tuple[
+def _batches(canary: Canary, after: int, upto: int | None = None) -> tuple[
         int, np.ndarray, np.ndarray]:
+    """The batches after seq ``after`` (to ``upto``), each arm's values on the canary's grid."""
+    canary_id = canary.pk
     rows = CanaryBatch.objects.filter(canary_id=canary_id, seq__gt=after)
     if upto is not None:
         rows = rows.filter(seq__lte=upto)
@@ -125,7 +145,8 @@ def _batches(canary_id: int, after: int, upto: int | None = None) -> tuple[
         (a if arm == "A" else b).append(unpack(data))
         last = seq
     empty = np.empty(0)
-    return last, (np.concatenate(a) if a else empty), (np.concatenate(b) if b else empty)
+    return (last, to_grid(np.concatenate(a) if a else empty, canary.resolution),
+            to_grid(np.concatenate(b) if b else empty, canary.resolution))
 
 
 def _restore(canary: Canary, state: CanaryState) -> SequentialTest:
@@ -147,7 +168,7 @@ def _restore(canary: Canary, state: CanaryState) -> SequentialTest:
         )
     test = SequentialTest.from_state(payload)
     if state.applied_seq > start:
-        _, a, b = _batches(canary.pk, start, state.applied_seq)
+        _, a, b = _batches(canary, start, state.applied_seq)
         # The same data as at the last stored look: the p-value and the rules evaluate as
         # they did then, so the stored minimum and decision stand.
         test.update(a, b)
@@ -164,27 +185,29 @@ def _quantile_test(canary: Canary, state: CanaryState,
         saved = QuantileSequentialTest(canary.quantiles, canary.alpha).to_state(data=False)
     data = test.to_state()
     return QuantileSequentialTest.from_state({
-        **saved, "a": np.repeat(data["support"], data["counts_a"]),
-        "b": np.repeat(data["support"], data["counts_b"]),
+        **saved, "support": data["support"], "counts_a": data["counts_a"],
+        "counts_b": data["counts_b"],
     })
 
 
-def _verdict_row(verdict: QuantileVerdict, band: Any) -> dict[str, Any]:
+def _verdict_row(verdict: QuantileVerdict, band: Any, resolution: float) -> dict[str, Any]:
+    diff = widen_difference(band.diff_lo, band.diff_hi, (band.lo_a, band.hi_a),
+                            (band.lo_b, band.hi_b), resolution)
     return {
         "q": verdict.q, "label": verdict.label, "decision": verdict.decision,
         "decided_at": None if verdict.decided_at is None else list(verdict.decided_at),
         "p_above": verdict.p_above, "p_below": verdict.p_below,
         "estimate_a": verdict.estimate_a, "estimate_b": verdict.estimate_b,
-        "diff": _finite(np.array([band.diff_lo, band.diff_hi])),
+        "diff": _finite(np.array([float(diff[0]), float(diff[1])])),
     }
 
 
-def summarise_quantiles(qtest: QuantileSequentialTest) -> dict[str, Any]:
+def summarise_quantiles(qtest: QuantileSequentialTest, resolution: float) -> dict[str, Any]:
     """The quantile test's small state (no data) and one row per quantile for the page."""
     out: dict[str, Any] = {"state": qtest.to_state(data=False), "verdicts": []}
     if qtest.n_a and qtest.n_b:
         result = qtest.result()
-        out["verdicts"] = [_verdict_row(v, band) for v, band in
+        out["verdicts"] = [_verdict_row(v, band, resolution) for v, band in
                            zip(result.verdicts, qtest.intervals(), strict=True)]
     return out
 
@@ -219,7 +242,7 @@ def apply_pending(canary_id: int) -> Applied:
         canary = state.canary
         if canary.batches_received <= state.applied_seq:
             return NOTHING
-        last, a, b = _batches(canary_id, state.applied_seq)
+        last, a, b = _batches(canary, state.applied_seq)
         if last == state.applied_seq:
             return NOTHING
         cached = _cache.pop(canary_id, None)  # taken: put back only once committed
@@ -277,13 +300,16 @@ def apply_pending(canary_id: int) -> Applied:
         if signs is not None:
             state.summary["signs"] = signs.to_state()
         if qtest is not None:
-            state.summary["quantiles"] = summarise_quantiles(qtest)
+            state.summary["quantiles"] = summarise_quantiles(qtest, canary.resolution)
         state.save()
         CanaryPoint.objects.create(
             canary_id=canary_id, seq=last, n_a=result.n_a, n_b=result.n_b,
             p_value=p_value, p_value_now=p_now,
         )
-        if result.n_a + result.n_b - held >= max(CHECKPOINT_MIN, held):
+        # Exact values: every time the data double (the bytes written stay about twice the
+        # final state). On a grid the state is bounded: also every CHECKPOINT_MAX_REPLAY.
+        due = held if not canary.resolution else min(held, CHECKPOINT_MAX_REPLAY)
+        if result.n_a + result.n_b - held >= max(CHECKPOINT_MIN, due):
             _checkpoint(canary, last, test)
             held = result.n_a + result.n_b
 

@@ -27,7 +27,7 @@ from ingest.services import parse_observations
 _STATUS_FIELDS = (
     "id", "name", "method", "quantiles", "quantile_verdicts", "decision", "headline",
     "p_value", "n_a", "n_b", "decided_n_a",
-    "decided_n_b", "statistic", "alpha", "tau", "words", "batches_received",
+    "decided_n_b", "statistic", "alpha", "tau", "resolution", "words", "batches_received",
     "batches_applied", "accepting", "samples_bound", "samples_bound_more", "change",
     "median_band", "narrow_enough", "samples_needed", "samples_needed_more",
 )
@@ -78,6 +78,9 @@ class Command(base.Command):
                             help="judge the canary on these quantiles, comma-separated, e.g. "
                             "0.5,0.9,0.99: an anytime-valid decision each (Bonferroni over "
                             "them) decides the canary instead of the dkw test")
+        create.add_argument("--resolution", type=float, default=Canary.DEFAULT_RESOLUTION,
+                            help="relative step values are rounded down to (default 1e-4; "
+                            "0: exact, memory grows with the run)")
         create.add_argument("--min-effect", type=float, default=None,
                             help="smallest change of the median worth knowing, in the unit")
         create.add_argument("--owner", action="append", default=[],
@@ -121,6 +124,7 @@ class Command(base.Command):
             count=opts["count"], metric=opts["metric"], unit=opts["unit"],
             method=opts["method"], quantiles=opts["quantiles"],
             quantile=opts["quantile"], min_effect=opts["min_effect"], owners=opts["owner"],
+            resolution=opts["resolution"],
         )
         if opts["format"] == "json":
             self.stdout.write(json.dumps({"id": canary.pk, "name": canary.name}))

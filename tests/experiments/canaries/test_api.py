@@ -35,11 +35,17 @@ def test_create_and_status(api: Client, post: Any) -> None:
     assert made["headline_text"] == "keep going"
     assert made["samples_bound"] == 12957  # docs/statistics.md's table, tau = 0.1
     assert Canary.objects.get(pk=made["id"]).owners == ["owner@example.com"]
+    assert made["resolution"] == Canary.DEFAULT_RESOLUTION == 1e-4
+    exact = _create(api, post, name="exact", resolution=0)
+    assert (exact["resolution"], Canary.objects.get(pk=exact["id"]).resolution) == (0, 0)
+    coarse = post(api, "/api/canaries", {"name": "x", "bad": "any", "resolution": 0.5})
+    assert coarse.status_code == 400
+    assert "resolution" in coarse.json()["detail"]
     bad = post(api, "/api/canaries", {"name": "x", "bad": "sideways"})
     assert bad.status_code == 400
     assert "bad" in bad.json()["detail"]
     listed = api.get("/api/canaries").json()
-    assert [c["id"] for c in listed] == [made["id"]]
+    assert [c["id"] for c in listed] == [exact["id"], made["id"]]
 
 
 def test_batches_through_the_api(api: Client, post: Any) -> None:
@@ -131,6 +137,7 @@ def test_create_from_the_browser_form(client: Client, ci_user: Any) -> None:
     assert response["Location"] == canary.get_absolute_url()
     assert (canary.bad, canary.tau, canary.quantile, canary.created_by) == (
         "lower", 0.1, 0.99, ci_user)
+    assert canary.resolution == Canary.DEFAULT_RESOLUTION  # the field left empty
     bad = client.post("/canaries/new/", {"name": "web", "bad": "lower", "alpha": 0.9,
                                          "quantile": 0.95})
     assert bad.status_code == 200

@@ -45,6 +45,10 @@ def test_create_prints_the_id_last() -> None:
     assert last == str(json.loads(first)["id"])
     with pytest.raises(CommandError, match="alpha"):
         run("create", "x", "--bad", "any", "--alpha", "2")
+    exact = run("create", "exact", "--bad", "any", "--resolution", "0")
+    assert Canary.objects.get(pk=int(exact.strip().splitlines()[-1])).resolution == 0
+    with pytest.raises(CommandError, match="resolution"):
+        run("create", "x", "--bad", "any", "--resolution", "0.5")
 
 
 def test_feed_stops_at_the_decision_and_is_idempotent(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ all the data, restored from a checkpoint after a cold start, stopping once decid
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from deviations.experiments.canaries.models import (
     CanaryPoint,
     CanaryState,
 )
+from deviations.stats.resolution import grid_up, to_grid
 from deviations.stats.sequential import SequentialTest, inter_arrival_times
 from deviations.stats.signs import SequentialSignTest
 
@@ -38,6 +40,8 @@ def _state(canary: Canary) -> CanaryState:
     ("bad", {"bad": "worse"}, "bad"),
     ("alpha", {"alpha": 0.7}, "alpha"),
     ("tau", {"tau": 1.5}, "tau"),
+    ("resolution", {"resolution": 0.5}, "resolution"),
+    ("resolution", {"resolution": -1e-4}, "resolution"),
     ("quantile", {"quantile": 1.0}, "quantile"),
     ("min_effect", {"min_effect": -1.0}, "min_effect"),
     ("owners", {"owners": ["not-an-address"]}, "owners"),
@@ -94,8 +98,9 @@ def test_state_is_incremental_and_equals_one_test_on_all_data(committed: Any) ->
         part = slice(i * 500, (i + 1) * 500)
         committed(services.receive_batch, canary.pk, f"a{i}", "A", a[part].tolist())
         committed(services.receive_batch, canary.pk, f"b{i}", "B", b[part].tolist())
-        reference.update(a[part], [])
-        reference.update([], b[part])
+        # the test holds the values on the canary's grid (default resolution 1e-4)
+        reference.update(to_grid(a[part], canary.resolution), [])
+        reference.update([], to_grid(b[part], canary.resolution))
     st = _state(canary)
     assert (st.applied_seq, st.n_a, st.n_b) == (12, 3000, 3000)
     assert st.p_value == pytest.approx(reference.p_value, rel=1e-12)
@@ -118,7 +123,8 @@ def test_a_cold_worker_restores_from_the_checkpoint(committed: Any, monkeypatch:
         values = rng.normal(0, 1, 400)
         arm = "AB"[i % 2]
         committed(services.receive_batch, canary.pk, f"x{i}", arm, values.tolist())
-        warm.update(values if arm == "A" else [], values if arm == "B" else [])
+        held = to_grid(values, canary.resolution)
+        warm.update(held if arm == "A" else [], held if arm == "B" else [])
         if i == 7:
             state.forget_cache()
     checkpoint = CanaryCheckpoint.objects.get(canary=canary)
@@ -263,12 +269,13 @@ def test_a_burst_of_batches_is_one_message_and_one_update_in_order(
     assert list(CanaryPoint.objects.filter(canary=canary).values_list("seq", flat=True)) == [7]
     # in seq order: the sign test pairs A's and B's observations in arrival order
     reference = SequentialSignTest(canary.alpha, seed=canary.pk)
-    reference.update(np.concatenate([v for arm, _, v in batches if arm == "A"]),
-                     np.concatenate([v for arm, _, v in batches if arm == "B"]))
+    r = canary.resolution
+    reference.update(to_grid(np.concatenate([v for arm, _, v in batches if arm == "A"]), r),
+                     to_grid(np.concatenate([v for arm, _, v in batches if arm == "B"]), r))
     assert st.summary["signs"] == reference.to_state()
     reordered = SequentialSignTest(canary.alpha, seed=canary.pk)
-    reordered.update(np.concatenate([v for arm, _, v in batches[::-1] if arm == "A"]),
-                     np.concatenate([v for arm, _, v in batches[::-1] if arm == "B"]))
+    reordered.update(to_grid(np.concatenate([v for arm, _, v in batches[::-1] if arm == "A"]), r),
+                     to_grid(np.concatenate([v for arm, _, v in batches[::-1] if arm == "B"]), r))
     assert st.summary["signs"] != reordered.to_state()
     # the message again (a redelivery) or the sweeper's: nothing to apply, nothing changes
     assert not Canary.objects.get(pk=canary.pk).update_queued
@@ -333,3 +340,47 @@ def test_the_p_value_axis_reads_in_powers_of_ten() -> None:
     figure = charts.pvalue_figure([(1, 100, 0.5, 0.01), (2, 200, 0.001, 0.0001)], 0.05)
     assert figure["layout"]["yaxis"]["exponentformat"] == "power"
     assert figure["layout"]["yaxis"]["type"] == "log"
+
+
+def test_resolution_bounds_the_checkpoint_and_widens_the_bands(
+        committed: Any, monkeypatch: Any) -> None:
+    """At r = 1e-3, 6,000 continuous latencies per arm between ~200 and ~3,000 ms hold at
+    most ln(15)/ln(1.001) + 1 ≈ 2,710 grid points (6,000 exact); the bands shown are those
+    of the gridded values with each upper end one grid step higher; r = 0 keeps the exact
+    values (the canaries created before the resolution existed)."""
+    monkeypatch.setattr(state, "CHECKPOINT_MIN", 1000)
+    monkeypatch.setattr(state, "CHECKPOINT_MAX_REPLAY", 2000)
+    rng = np.random.default_rng(24)
+    a = np.clip(rng.lognormal(np.log(800), 0.4, 6000), 200, 3000)
+    b = np.clip(rng.lognormal(np.log(800), 0.4, 6000), 200, 3000)
+    sizes = {}
+    for r in (1e-3, 0.0):
+        canary = _canary(name=f"r{r}", resolution=r)
+        for i in range(6):
+            part = slice(i * 1000, (i + 1) * 1000)
+            committed(services.receive_batch, canary.pk, f"a{i}", "A", a[part].tolist())
+            committed(services.receive_batch, canary.pk, f"b{i}", "B", b[part].tolist())
+        checkpoint = CanaryCheckpoint.objects.get(canary=canary)
+        support = unpack(checkpoint.support)
+        sizes[r] = support.size
+        # exact: at 1,000, 2,000, 4,000, 8,000 observations; on the grid also every 2,000
+        assert checkpoint.n_a + checkpoint.n_b == (12_000 if r else 8_000)
+        held = np.concatenate((a[:checkpoint.n_a], b[:checkpoint.n_b]))
+        np.testing.assert_array_equal(to_grid(support, r), support)
+        st = _state(canary)
+        reference = SequentialTest("equal")
+        reference.update(to_grid(a, r), to_grid(b, r))
+        bands = reference.quantile_bands(state.grid_for(canary))
+        hi = np.array([np.inf if x is None else x for x in st.summary["a"]["hi"]])
+        np.testing.assert_array_equal(hi, grid_up(bands.a.hi, r))
+        finite = np.isfinite(bands.a.hi)
+        assert finite.sum() > 100
+        if r:
+            assert np.all(hi[finite] > bands.a.hi[finite])
+        else:
+            np.testing.assert_array_equal(hi, bands.a.hi)
+        lo = np.array([-np.inf if x is None else x for x in st.summary["diff"]["lo"]])
+        assert np.all(lo <= bands.diff.lo)
+        assert sizes[r] == np.unique(to_grid(held, r)).size
+    assert sizes[0.0] > 7_900  # all distinct but the clipped ends
+    assert sizes[1e-3] <= math.log(15) / math.log(1.001) + 1
