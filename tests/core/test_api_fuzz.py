@@ -54,7 +54,7 @@ BODIES = {
     "POST /api/alerts/triage": {"alerts": ["{alert}"], "status": "acknowledged",
                                 "bug_url": "https://b/1", "note": "n"},
     "POST /api/canaries": {"name": "x", "bad": "higher", "alpha": 0.05, "unit": "ms",
-                           "owners": ["o@example.org"]},
+                           "resolution": 1e-4, "owners": ["o@example.org"]},
     "POST /api/canaries/{canary_id}/observations": {"batch": "b", "arm": "A",
                                                     "values": [1.5, 2.0, 3.25]},
     "POST /api/canaries/{canary_id}/subscribe": {"email": "ci@example.org"},
