@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from deviations.alerts.models import AlertGroup
+from deviations.alerts.models import Alert, AlertGroup
 from deviations.experiments.ab.services import store_upload
 from deviations.experiments.canaries import services as canaries
 from deviations.histograms.detection import detect
@@ -69,10 +69,24 @@ def test_every_page_fits_a_phone(page: Any) -> None:
         f"/canaries/{canary.pk}/", "/canaries/new/", "/ab/", f"/ab/runs/{ab_run.pk}/",
         "/series/mylib-bench.linux/", "/accounts/login/", "/upload/", "/series/nope/",
     ]
+    paint_alert = Alert.objects.filter(subject="Paint").first()
+    # Signed in: the pages only a user sees, and the owners' forms on the others.
+    signed_in = ["/hooks/", "/hooks/bugs/", f"/alerts/{paint_alert.pk}/",
+                 f"/series/{SERIES}/settings/", "/tokens/", f"/alerts/groups/{group.pk}/",
+                 f"/series/{SERIES}/compare/?base={demo.RELEASES[7]}&new={demo.RELEASES[8]}"
+                 "&calls=ThreadControllerImpl%3A%3ARunTask"]
+    get_user_model().objects.create_superuser("sheriff", password="sheriff-pw")
     page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
     ARTIFACTS.mkdir(exist_ok=True)
     wide, drawn = {}, {}
-    for url in urls:
+    for url in [*urls, "SIGN IN", *signed_in]:
+        if url == "SIGN IN":
+            page.goto("/accounts/login/")
+            page.fill("input[name=username]", "sheriff")
+            page.fill("input[name=password]", "sheriff-pw")
+            page.click("form button[type=submit], form input[type=submit]")
+            page.wait_for_load_state("load")
+            continue
         page.goto(url)
         page.wait_for_load_state("load")
         page.wait_for_timeout(200)

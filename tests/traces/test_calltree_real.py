@@ -4,17 +4,12 @@ explained by its callee ``ScheduledAction::execute`` and its own self time."""
 
 from __future__ import annotations
 
-import csv
-import io
-from collections import defaultdict
-from pathlib import Path
-
 import pytest
-from django.core.management import call_command
 
 from deviations.traces import calltree
 from deviations.traces.models import Function, Series
 from tests.conftest import SHARED_DATA
+from tests.traces.test_real_traces import ingest_tracerbench
 
 TRACES = SHARED_DATA / "traces"
 pytestmark = [
@@ -24,13 +19,7 @@ pytestmark = [
 
 
 def test_tracerbench_timerfire_regression_is_attributed() -> None:
-    by_version: dict[str, list[Path]] = defaultdict(list)
-    with (TRACES / "tracerbench_runs_INDEX.csv").open() as f:
-        for row in csv.DictReader(f):
-            by_version[row["chrome"]].append(TRACES / "tracerbench_runs" / row["file"])
-    for version, files in by_version.items():
-        call_command("ingest_traces", "--series", "tb", "--release", version,
-                     *map(str, files), stdout=io.StringIO())
+    ingest_tracerbench("tb")
     series = Series.objects.get(name="tb")
     timer = Function.objects.get(series=series, name="TimerFire")
     why = calltree.function_flags(series, timer, "shifts")

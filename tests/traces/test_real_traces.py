@@ -33,14 +33,21 @@ def manifest() -> dict[str, dict[str, str]]:
         return {Path(row["file"]).name: row for row in csv.DictReader(f)}
 
 
-def test_tracerbench_release_series() -> None:
+def ingest_tracerbench(series: str) -> dict[str, list[Path]]:
+    """Every TracerBench run into ``series``, one release per Chrome version (the CLI,
+    as a user would); the files of each version."""
     by_version: dict[str, list[Path]] = defaultdict(list)
     with (TRACES / "tracerbench_runs_INDEX.csv").open() as f:
         for row in csv.DictReader(f):
             by_version[row["chrome"]].append(TRACES / "tracerbench_runs" / row["file"])
     for version, files in by_version.items():
-        call_command("ingest_traces", "--series", "tracerbench", "--release", version,
+        call_command("ingest_traces", "--series", series, "--release", version,
                      *map(str, files), stdout=io.StringIO())
+    return by_version
+
+
+def test_tracerbench_release_series() -> None:
+    by_version = ingest_tracerbench("tracerbench")
     assert Run.objects.filter(status=Run.DONE).count() == sum(map(len, by_version.values()))
     versions = list(Release.objects.values_list("version", flat=True))
     assert versions == sorted(by_version, key=lambda v: tuple(int(p) for p in v.split(".")))
@@ -75,13 +82,7 @@ def test_tracerbench_verdicts_a_performance_engineer_can_trust(client) -> None: 
     interval above 0, an improvement the reverse), no flag is below the series' minimum
     practical change, and no function absent from every run of a release is a regression
     or an improvement there (the 73 → 74 headed/headless switch)."""
-    by_version: dict[str, list[Path]] = defaultdict(list)
-    with (TRACES / "tracerbench_runs_INDEX.csv").open() as f:
-        for row in csv.DictReader(f):
-            by_version[row["chrome"]].append(TRACES / "tracerbench_runs" / row["file"])
-    for version, files in by_version.items():
-        call_command("ingest_traces", "--series", "tb", "--release", version,
-                     *map(str, files), stdout=io.StringIO())
+    by_version = ingest_tracerbench("tb")
     series = Series.objects.get(name="tb")
     assert series.default_rule == "shifts"
     single = {v for v, files in by_version.items() if len(files) < 2}
