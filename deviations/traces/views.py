@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.db.models import Count, F, Max, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.http import FileResponse, HttpRequest, HttpResponse
@@ -409,10 +410,12 @@ def series_settings(request: HttpRequest, name: str) -> HttpResponse:
         if form.is_valid():
             data = form.cleaned_data
             try:
-                services.set_log_url_template(series, data["log_url_template"], request.user)
-                if data["release"]:
-                    release = Release.objects.get(series=series, version=data["release"])
-                    services.set_release_revision(release, data["revision"], request.user)
+                with transaction.atomic():  # both changes, or neither
+                    services.set_log_url_template(series, data["log_url_template"],
+                                                  request.user)
+                    if data["release"]:
+                        release = Release.objects.get(series=series, version=data["release"])
+                        services.set_release_revision(release, data["revision"], request.user)
             except UserError as exc:
                 form.add_error(None, form_error(exc))
                 status = exc.status

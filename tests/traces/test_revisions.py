@@ -276,6 +276,26 @@ def test_the_owners_settings_page(committed) -> None:
     assert "<code>r9</code>" in series_page
 
 
+def test_the_settings_page_saves_both_changes_or_neither(committed, monkeypatch) -> None:
+    from deviations.core.errors import UserError
+    from deviations.traces import services
+
+    alice = user("alice")
+    upload(api(alice), "1.0", committed)
+    page = Client()
+    page.force_login(alice)
+
+    def refused(*args, **kwargs):
+        raise UserError("the revision could not be set", status=409)
+
+    monkeypatch.setattr(services, "set_release_revision", refused)
+    got = page.post("/series/s/settings/", {"log_url_template": GITHUB, "release": "1.0",
+                                            "revision": "r9"})
+    assert got.status_code == 409
+    assert "the revision could not be set" in got.content.decode()
+    assert Series.objects.get(name="s").log_url_template == ""  # not saved alone
+
+
 # --- Culprit ranges on pages, in exports and emails -------------------------------------------
 
 
