@@ -17,7 +17,16 @@ from hypothesis import strategies as st
 
 from ingest import traces
 from ingest.traces import FunctionTimes
-from tests.ingest.test_traces import B, E, X, _messy_events, _random_forest, parse, renderer
+from tests.ingest.test_traces import (
+    B,
+    E,
+    X,
+    _messy_events,
+    _random_forest,
+    parse,
+    renderer,
+    single_sweep,
+)
 from tests.ingest.twins import chrome_like, to_json, to_perfetto
 
 ROOT = "(root)"
@@ -172,12 +181,8 @@ def test_property_messy_traces_match_the_reference(rng: random.Random) -> None:
 def test_property_single_sweep_gives_the_same_edges(rng: random.Random) -> None:
     events = _messy_events(rng)
     looped = edges(parse(events))
-    saved = traces._MAX_LOOPED_THREADS
-    traces._MAX_LOOPED_THREADS = 0
-    try:
+    with single_sweep():
         assert edges(parse(events)) == looped
-    finally:
-        traces._MAX_LOOPED_THREADS = saved
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -15,6 +15,8 @@ import io
 import json
 import random
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -861,10 +863,18 @@ def test_property_matches_the_reference_on_messy_traces(rng: random.Random) -> N
 def test_property_single_sweep_equals_per_thread_sweep(rng: random.Random) -> None:
     events = _messy_events(rng)
     looped = table(parse(events))
+    with single_sweep():
+        assert table(parse(events)) == looped
+
+
+@contextmanager
+def single_sweep() -> Iterator[None]:
+    """The parser's one sweep over every thread at once, which it takes past
+    ``_MAX_LOOPED_THREADS`` threads (a hypothesis test cannot take monkeypatch)."""
     saved = traces._MAX_LOOPED_THREADS
     traces._MAX_LOOPED_THREADS = 0
     try:
-        assert table(parse(events)) == looped
+        yield
     finally:
         traces._MAX_LOOPED_THREADS = saved
 
