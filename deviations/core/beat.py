@@ -15,7 +15,9 @@ gunicorn) on the embedded default; commands never do. Tasks run in-process there
   beat file (``core.locks.site_lock_folder``) runs the schedule; the others try again at
   every tick and take over when the holder's process ends (the kernel releases its lock).
 
-An entry that raises is logged and tried again at its next period; the thread goes on.
+An entry that raises is logged and tried again soon, not a whole period later: after
+``RETRY`` seconds, doubling at each further failure up to its period (a start-up sweep that
+met a busy database runs again within seconds, not an hour later); the thread goes on.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ log = logging.getLogger(__name__)
 STARTUP_PERIOD = timedelta(minutes=15)
 #: How often a process that does not hold the beat tries to take it over, in seconds.
 TICK = 30.0
+#: Seconds before a failed entry runs again (doubling per consecutive failure, at most its
+#: period).
+RETRY = 5.0
 
 _started = threading.Lock()
 _thread: EmbeddedBeat | None = None
@@ -53,11 +58,14 @@ class EmbeddedBeat(threading.Thread):
     """Runs ``schedule`` (``{name: {"task": ..., "schedule": seconds}}``) while the process
     lives; ``stop()`` ends it (tests)."""
 
-    def __init__(self, schedule: dict[str, dict[str, Any]], tick: float = TICK) -> None:
+    def __init__(self, schedule: dict[str, dict[str, Any]], tick: float = TICK,
+                 retry: float = RETRY) -> None:
         super().__init__(name="embedded-beat", daemon=True)
         self.periods = {name: _seconds(entry["schedule"]) for name, entry in schedule.items()}
         self.tasks = {name: entry["task"] for name, entry in schedule.items()}
         self.tick = tick
+        self.retry = retry
+        self.failures = dict.fromkeys(self.periods, 0)  # consecutive, per entry
         self.stopping = threading.Event()
         self.holding: IO[bytes] | None = None
         self.loaded = False
@@ -90,8 +98,7 @@ class EmbeddedBeat(threading.Thread):
                     now = time.monotonic()
                     for name in sorted(due, key=due.__getitem__):
                         if due[name] <= now and not self.stopping.is_set():
-                            self._run(name)
-                            due[name] = time.monotonic() + self.periods[name]
+                            due[name] = time.monotonic() + self._run(name)
                     wait = max(0.0, min(due.values()) - time.monotonic())
                 else:
                     wait = self.tick
@@ -101,19 +108,25 @@ class EmbeddedBeat(threading.Thread):
                 self.holding.close()  # releases the flock
             db.connections.close_all()  # this thread's connections
 
-    def _run(self, name: str) -> None:
+    def _run(self, name: str) -> float:
+        """Run entry ``name`` once; the seconds until it is due again."""
         from deviations.core import worker  # loaded with the first task, as enqueue does
 
         try:
             if not self.loaded:
                 worker.load_tasks()
                 self.loaded = True
-            worker.app.tasks[self.tasks[name]].apply()  # in-process, in this thread
+            result = worker.app.tasks[self.tasks[name]].apply()  # in-process, this thread
+            result.get(propagate=True)  # apply() keeps a task's error in its result
         except Exception:
-            log.exception("embedded beat: %s failed; it runs again in %.0f s", name,
-                          self.periods[name])
+            self.failures[name] += 1
+            again = min(self.periods[name], self.retry * 2 ** (self.failures[name] - 1))
+            log.exception("embedded beat: %s failed; it runs again in %.0f s", name, again)
+            return again
         finally:
             db.close_old_connections()
+        self.failures[name] = 0
+        return self.periods[name]
 
 
 def start() -> EmbeddedBeat | None:

@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from django.db import OperationalError
 from django.utils import timezone
@@ -130,3 +131,33 @@ def test_start_needs_the_embedded_default(settings: Any) -> None:
     settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.DEVIATIONS_EMBEDDED_BEAT = False
     assert beat.start() is None
+
+
+def test_a_failed_entry_runs_again_soon_backing_off_up_to_its_period(
+    site: None, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A start-up sweep that met a busy database ("database table is locked") is not left
+    for a whole period: it runs again after ``retry`` seconds, doubling per failure."""
+    from deviations.core.worker import app, load_tasks
+
+    load_tasks()
+    times: list[float] = []
+
+    def flaky(*args: Any) -> None:
+        times.append(time.monotonic())
+        if len(times) <= 3:
+            raise OperationalError("database table is locked: deviations_run")
+
+    monkeypatch.setattr(app.tasks["deviations.requeue_pending_runs"], "run", flaky)
+    schedule = {"requeue-pending-runs": settings.CELERY_BEAT_SCHEDULE["requeue-pending-runs"]}
+    thread = beat.EmbeddedBeat(schedule, tick=0.02, retry=0.2)
+    thread.start()
+    try:
+        wait_for(lambda: len(times) >= 4, seconds=10)
+        time.sleep(0.5)
+    finally:
+        thread.stop()
+    assert len(times) == 4  # then not again before its 60 s period
+    gaps = np.diff(times)
+    assert list(gaps >= [0.2, 0.4, 0.8]) == [True] * 3  # doubling
+    assert gaps[2] < 5
