@@ -72,6 +72,11 @@ DTYPES = {name: np.dtype("<f8") for name in BLOCK_FIELDS} | {
 }
 _FILL = {"paper_verdict": -1, "shift_verdict": -1, "n": 0, "shift_reach_before": 0,
          "shift_reach_after": 0, "shift_n_before": 0, "shift_n_after": 0, "shift_flags": 0}
+#: The most rows (functions) one ``AnalysisBlock`` row holds: a release's column of a large
+#: series is stored as several blocks (``row_start``, ``rows``), so a page that shows a few
+#: functions reads a few small blocks, and an analysis in chunks of functions writes its own.
+#: Readers assemble any split (``_assemble``); writers split by it (issue 24).
+BLOCK_ROWS = 1024
 _BLOCK_COLUMNS = ("series_id", "release_id", "metric", "estimator", "row_start", "rows",
                   *BLOCK_FIELDS)
 _SUMMARY_COLUMNS = ("series_id", "generation", "release_ids", "function_ids", "run_ids",
