@@ -1,0 +1,422 @@
+"""An anytime-valid two-sample rank test by betting on sequential ranks (canaries' ``ranks``).
+
+**The sequence.** Each look's observations of both arms are put in one order drawn
+independently of their values (each arm's batch in a random order, then the two arms
+interleaved evenly), giving one pooled sequence ``z_1, z_2, ...`` with labels
+``s_t = +1`` (B) or ``-1`` (A). The smoothed sequential rank of ``z_t`` among
+``z_1..z_t`` is
+
+    ``u_t = (#{i < t : z_i < z_t} + V_t (#{i < t : z_i = z_t} + 1)) / t``,   V_t ~ U(0, 1)   (1)
+
+drawn independently. If ``A =d B`` (each arm i.i.d., the arms independent), the pooled
+sequence is i.i.d., so the ``u_t`` are independent and uniform on (0, 1) (Vovk, Gammerman
+and Shafer 2005, Algorithmic Learning in a Random World, Prop. 8.1: smoothed conformal
+p-values of an exchangeable sequence are i.i.d. uniform; the ranks need no continuity).
+The score ``x_t = s_t (2 u_t - 1)`` lies in [-1, 1] and has mean 0 given the past
+(``u_1..u_{t-1}`` and the labels, fixed in advance of the values).
+
+**The bets.** For a fixed ``lambda`` in (-1, 1), ``W_t(lambda) = prod_{i <= t} (1 + lambda
+x_i)`` is a non-negative martingale with ``W_0 = 1`` (a test martingale: the wealth of a
+gambler betting the fraction ``lambda`` of her wealth on ``x_t`` at fair odds), and so is any
+mixture ``W_t = sum_k w_k W_t(lambda_k)``, ``sum_k w_k = 1``. By Ville's inequality,
+
+    ``P(exists t : W_t >= 1 / alpha) <= alpha``,                                    (2)
+
+so rejecting ``A =d B`` the first time the mixture reaches ``1/alpha`` is a level-alpha test
+however often and whenever it is looked at, and ``min(1, 1 / max_{s <= t} W_s)`` is an
+anytime-valid p-value (Ramdas, Grünwald, Vovk and Shafer 2023; Waudby-Smith and Ramdas
+2024, "Estimating means of bounded random variables by betting", JRSS-B 86(1), the
+hedged capital process and its mixture over a grid of bets; Vovk's conformal test
+martingales, Vovk 2021, "Testing randomness online", Stat. Sci. 36(4)). The grid is fixed:
+``lambda_k = +-lambda_max rho^-j``, ``j = 0..J-1``, equal weights, so the price of not
+knowing the effect is ``log(2J)`` nats of evidence; with ``rho = sqrt 2`` the best grid
+point grows at least 96 % as fast as the best ``lambda`` in the grid's range.
+
+**Why it has power, and as much as Mann–Whitney.** When half the past is each arm, a new B
+observation's ``2 u_t - 1`` has mean ``(theta - 1/2)`` with ``theta = P(B > A) + P(B = A)/2``
+(the rank effect that Mann–Whitney estimates): against the other arm's half it has mean
+``2 theta - 1``, against its own half 0. A's scores have the same mean with the sign
+flipped, so ``x_t`` drifts by ``theta - 1/2`` per observation with variance about 1/3, the
+same information per observation as the Mann–Whitney statistic (whose estimate of theta
+has variance ``(1/n_a + 1/n_b)/12`` under the null). The best fixed bet ``lambda* ~ 3
+(theta - 1/2)`` grows ``log W`` by about ``3 (theta - 1/2)^2 / 2`` per observation, so the
+test stops after about ``2 (log(1/alpha) + log 2J) / (3 (theta - 1/2)^2)`` observations in
+all, where a fixed-n Mann–Whitney at 90 % power needs ``(z_{alpha/2} + z_0.1)^2 / (3 (theta
+- 1/2)^2)``: about 1.2 times more at alpha = 0.05 and J = 12, before the random walk's
+spread (measured: docs/statistics.md, "Canaries: the rank betting test").
+
+**Direction.** With ``W+`` and ``W-`` the mixtures over the positive and the negative bets
+(``W = (W+ + W-)/2``), the test says "B larger" when it rejects with ``W+ >= W-``, which
+implies ``W+ >= 1/alpha``. That statement keeps error <= alpha under the whole composite
+null "B is stochastically at most A" (not only ``A =d B``): couple each B observation with
+``b' = F_A^{-1}(F_B(b)) >= b`` (distributed as A). Raising a B value raises the ranks of
+the later B observations' comparisons with it and lowers the ranks of later A
+observations, so every score ``x_t`` is at least as large in the coupled sequence (a null
+``A =d B`` sequence) as in the real one; ``W+`` is non-decreasing in each ``x_t`` (fixed
+positive bets), so ``sup W+`` real ``<= sup W+`` coupled, whose probability of reaching
+``1/alpha`` is at most alpha (2). "B smaller" likewise.
+
+**What it tests.** Like the sign test (``signs.py``) it has power against changes of
+``theta`` (shifts, scalings of the whole distribution) and none against changes keeping
+``theta = 1/2`` (a spread widening symmetrically), which the distribution-function test
+(``sequential.py``) sees. It never accepts.
+
+**Work.** Each arm is held as its sorted distinct values with cumulative counts
+(``quantiles.ArmCounts``): a look of m observations finds the counts below and at each new
+value among the older ones by ``searchsorted`` and the counts among the same look's earlier
+ones by a vectorised merge count (``earlier_counts``, ``O(m log^2 m)``); then ``2J``
+cumulative sums of ``log1p(lambda_k x_t)``. The state is the arms plus ``2J`` log-wealths.
+
+References: V. Vovk, A. Gammerman, G. Shafer (2005), ch. 7–8; V. Vovk (2021), Stat. Sci.
+36(4); I. Waudby-Smith, A. Ramdas (2024), JRSS-B 86(1); A. Ramdas, P. Grünwald, V. Vovk,
+G. Shafer (2023), Stat. Sci. 38(4); J. Ville (1939).
+
+Only numpy and scipy are imported here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from ._checks import as_sample
+from ._typing import FloatArray, IntArray
+from .quantiles import ArmCounts
+
+__all__ = [
+    "LAMBDA_MAX", "RATIO", "STEPS", "RankBettingResult", "RankBettingTest", "bets",
+    "earlier_counts", "interleave", "log_wealth", "rank_effect", "scores",
+]
+
+Decision = Literal["continue", "reject"]
+
+#: Largest bet: ``1 + lambda x >= 1/2`` for every score, so one observation never costs
+#: more than half the wealth (Waudby-Smith and Ramdas 2024 truncate at 1/2 or 3/4 too).
+LAMBDA_MAX = 0.5
+#: Ratio between neighbouring bets: the best grid point grows >= 96 % as fast as the best
+#: bet between them (``2 r - r^2`` at ``r = 2^(1/4)``).
+RATIO = math.sqrt(2.0)
+#: Bets per side: down to ``0.5 / sqrt(2)^11 = 0.011``, the best bet for ``theta - 1/2 ~
+#: 0.004`` (a median shift of about 1 % at log-sd 0.4); smaller effects still grow the
+#: wealth, more slowly.
+STEPS = 12
+_STATE_FORMAT = 1
+
+
+def bets(lambda_max: float = LAMBDA_MAX, ratio: float = RATIO, steps: int = STEPS) -> FloatArray:
+    """The grid of bets, positive first: ``+-lambda_max ratio^-j``, ``j = 0..steps-1``."""
+    if not (0.0 < lambda_max < 1.0 and ratio > 1.0 and steps >= 1):
+        raise ValueError("need 0 < lambda_max < 1, ratio > 1, steps >= 1")
+    positive = lambda_max * ratio ** -np.arange(steps, dtype=np.float64)
+    out: FloatArray = np.concatenate((positive, -positive))
+    return out
+
+
+def earlier_counts(v: npt.ArrayLike) -> tuple[IntArray, IntArray]:
+    """For each row of integer keys and each position j: ``#{i < j : v_i < v_j}`` and
+    ``#{i < j : v_i == v_j}`` (rows are independent sequences).
+
+    Bottom-up merge counting, vectorised over rows and blocks: at the level of blocks of
+    ``2w``, each element of a block's right half counts the left half's smaller keys with
+    one ``searchsorted`` in the sorted left halves (keys offset by row and block so that
+    one sorted array holds them all). ``O(m log^2 m)`` for m keys.
+    """
+    keys = np.atleast_2d(np.asarray(v, dtype=np.int64))
+    if keys.ndim != 2:
+        raise ValueError("keys must be one- or two-dimensional")
+    rows, m = keys.shape
+    below = np.zeros((rows, m), dtype=np.int64)
+    if m == 0:
+        return below, below.copy()
+    # Dense ranks per row (0..m-1), so that offsets of m per block keep blocks apart.
+    order = np.argsort(keys, axis=1, kind="stable")
+    sorted_keys = np.take_along_axis(keys, order, axis=1)
+    new = np.ones((rows, m), dtype=bool)
+    new[:, 1:] = sorted_keys[:, 1:] != sorted_keys[:, :-1]
+    dense = np.empty((rows, m), dtype=np.int64)
+    np.put_along_axis(dense, order, np.cumsum(new, axis=1) - 1, axis=1)
+    # Equal earlier keys: position within the run of equal keys (stable sort keeps order).
+    run_start = np.maximum.accumulate(np.where(new, np.arange(m), 0), axis=1)
+    equal = np.empty((rows, m), dtype=np.int64)
+    np.put_along_axis(equal, order, np.arange(m) - run_start, axis=1)
+    j = np.arange(m)
+    row_ids = np.arange(rows)[:, None]
+    w = 1
+    while w < m:
+        blocks = (m + 2 * w - 1) // (2 * w)
+        block = row_ids * blocks + (j // (2 * w))[None, :]
+        right = ((j // w) % 2 == 1)[None, :].repeat(rows, axis=0)
+        key = block * m + dense
+        left_keys = np.sort(key[~right])
+        targets = key[right]
+        floor = block[right] * m
+        below[right] += (np.searchsorted(left_keys, targets, side="left")
+                         - np.searchsorted(left_keys, floor, side="left"))
+        w *= 2
+    out_equal: IntArray = equal
+    return below, out_equal
+
+
+def scores(below: npt.ArrayLike, equal: npt.ArrayLike, t: npt.ArrayLike, labels: npt.ArrayLike,
+           v: npt.ArrayLike) -> FloatArray:
+    """``x_t = s_t (2 u_t - 1)`` with the smoothed sequential rank (1):
+    ``u_t = (below + V (equal + 1)) / t``; ``t`` counts the observation itself."""
+    u = (np.asarray(below, dtype=np.float64)
+         + np.asarray(v, dtype=np.float64) * (np.asarray(equal, dtype=np.float64) + 1.0)
+         ) / np.asarray(t, dtype=np.float64)
+    out: FloatArray = np.asarray(labels, dtype=np.float64) * (2.0 * u - 1.0)
+    return out
+
+
+def log_wealth(x: npt.ArrayLike, lambdas: npt.ArrayLike, start: npt.ArrayLike | None = None
+               ) -> tuple[FloatArray, FloatArray]:
+    """Log-wealth of each bet after each score, and of their equal-weight mixture.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., m)
+        Scores in [-1, 1], in order along the last axis.
+    lambdas : array_like, shape (K,)
+        The bets.
+    start : array_like, shape (..., K), optional
+        Each bet's log-wealth before ``x`` (default 0: ``W_0 = 1``).
+
+    Returns
+    -------
+    per_bet : FloatArray, shape (..., K, m)
+        ``log W_t(lambda_k)``.
+    mixture : FloatArray, shape (..., m)
+        ``log sum_k W_t(lambda_k) / K``.
+    """
+    xs = np.asarray(x, dtype=np.float64)
+    lam = np.asarray(lambdas, dtype=np.float64)
+    per_bet = np.cumsum(np.log1p(lam[:, None] * xs[..., None, :]), axis=-1)
+    if start is not None:
+        per_bet += np.asarray(start, dtype=np.float64)[..., None]
+    mixture: FloatArray = _log_mean_exp(per_bet, axis=-2)
+    return per_bet, mixture
+
+
+def _log_mean_exp(values: FloatArray, axis: int = -1) -> FloatArray:
+    """``log mean exp`` along an axis, without overflow (all values finite)."""
+    top = values.max(axis=axis, keepdims=True)
+    out: FloatArray = np.squeeze(top, axis=axis) + np.log(
+        np.exp(values - top).mean(axis=axis))
+    return out
+
+
+def interleave(n_a: int, n_b: int) -> npt.NDArray[np.bool_]:
+    """Labels (True: B) of ``n_a`` A's and ``n_b`` B's spread evenly: the i-th of an arm
+    sits at its fractional position ``(i + 1/2) / n``, A first on a tie."""
+    pos = np.concatenate(((np.arange(n_a) + 0.5) / max(n_a, 1),
+                          (np.arange(n_b) + 0.5) / max(n_b, 1)))
+    is_b = np.concatenate((np.zeros(n_a, dtype=bool), np.ones(n_b, dtype=bool)))
+    out: npt.NDArray[np.bool_] = is_b[np.argsort(pos, kind="stable")]
+    return out
+
+
+def rank_effect(a: ArmCounts, b: ArmCounts) -> float:
+    """``P(B > A) + P(B = A)/2`` estimated from all pairs (Mann–Whitney's U / (n_a n_b))."""
+    if not (a.n and b.n):
+        return 0.5
+    less = a.below(b.values, "left")
+    at = a.below(b.values, "right") - less
+    return float(np.sum(b.counts() * (less + 0.5 * at)) / (a.n * b.n))
+
+
+@dataclass(frozen=True)
+class RankBettingResult:
+    """Snapshot of a :class:`RankBettingTest`.
+
+    Attributes
+    ----------
+    n_a, n_b : int
+        Observations per arm.
+    log_wealth : float
+        ``log W`` of the mixture now.
+    p_value : float
+        ``min(1, 1 / max_t W_t)`` (anytime-valid).
+    decision : str
+        ``"continue"`` or ``"reject"`` (sticky).
+    decided_at : tuple of int or None
+        ``(n_a, n_b)`` at the look that rejected.
+    b_larger : bool
+        The positive bets hold more wealth than the negative ones (at the decision, once
+        rejected: the direction decided).
+    effect : float
+        ``P(B > A) + P(B = A)/2`` estimated from every pair (Mann–Whitney's U/(n_a n_b)).
+    """
+
+    n_a: int
+    n_b: int
+    log_wealth: float
+    p_value: float
+    decision: Decision
+    decided_at: tuple[int, int] | None
+    b_larger: bool
+    effect: float
+
+
+class RankBettingTest:
+    """Anytime-valid test of ``A =d B`` betting on sequential ranks (module docstring).
+
+    Parameters
+    ----------
+    alpha : float, default 0.05
+        Type I error over the whole open-ended run.
+    seed : int, default 0
+        Seed of the value-independent randomness: the batches' orders and the ranks'
+        smoothing ``V_t`` (drawn per look from ``(seed, look)``).
+    lambdas : array_like, optional
+        The bets (default :func:`bets`; both signs for a two-sided test).
+    """
+
+    def __init__(self, alpha: float = 0.05, *, seed: int = 0,
+                 lambdas: npt.ArrayLike | None = None) -> None:
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+        lam = bets() if lambdas is None else np.asarray(lambdas, dtype=np.float64)
+        if lam.ndim != 1 or not lam.size or np.any(np.abs(lam) >= 1.0):
+            raise ValueError("lambdas: a non-empty list of bets within (-1, 1)")
+        self.alpha = float(alpha)
+        self.seed = int(seed)
+        self.lambdas: FloatArray = lam
+        self._looks = 0
+        self._a = ArmCounts.empty()
+        self._b = ArmCounts.empty()
+        self._log_bets: FloatArray = np.zeros(lam.size)
+        self._log_max = 0.0
+        self._decision: Decision = "continue"
+        self._decided_at: tuple[int, int] | None = None
+        self._b_larger = False
+
+    @property
+    def n_a(self) -> int:
+        return self._a.n
+
+    @property
+    def n_b(self) -> int:
+        return self._b.n
+
+    def _ordered(self, a: FloatArray, b: FloatArray) -> tuple[FloatArray, FloatArray,
+                                                               FloatArray]:
+        """This look's pooled sequence, its labels (+1 B, -1 A) and smoothing draws."""
+        rng = np.random.default_rng([self.seed, self._looks])
+        self._looks += 1
+        is_b = interleave(a.size, b.size)
+        z = np.empty(a.size + b.size)
+        z[~is_b] = a[rng.permutation(a.size)]
+        z[is_b] = b[rng.permutation(b.size)]
+        return z, np.where(is_b, 1.0, -1.0), rng.random(z.size)
+
+    def update(self, a_values: npt.ArrayLike, b_values: npt.ArrayLike) -> RankBettingResult:
+        """Add a batch to each arm (either may be empty) and look."""
+        a = as_sample(a_values, "a_values")
+        b = as_sample(b_values, "b_values")
+        if not (a.size or b.size):
+            return self.result()
+        z, labels, v = self._ordered(a, b)
+        held = self._a.n + self._b.n
+        old_below = _below(self._a, z, "left") + _below(self._b, z, "left")
+        old_equal = _below(self._a, z, "right") + _below(self._b, z, "right") - old_below
+        _, inverse = np.unique(z, return_inverse=True)
+        new_below, new_equal = earlier_counts(inverse.reshape(1, -1))
+        t = held + np.arange(1, z.size + 1)
+        x = scores(old_below + new_below[0], old_equal + new_equal[0], t, labels, v)
+        per_bet, mixture = log_wealth(x, self.lambdas, self._log_bets)
+        self._log_bets = per_bet[:, -1].copy()
+        self._log_max = max(self._log_max, float(mixture.max()))
+        self._a = self._a.merged(a)
+        self._b = self._b.merged(b)
+        if self._decision == "continue":
+            self._b_larger = self._side()
+            if self._log_max >= math.log(1.0 / self.alpha):
+                self._decision = "reject"
+                self._decided_at = (self._a.n, self._b.n)
+        return self.result()
+
+    def _side(self) -> bool:
+        positive = self.lambdas > 0
+        wealth = np.exp(self._log_bets - self._log_bets.max())
+        return bool(wealth[positive].sum() >= wealth[~positive].sum())
+
+    @property
+    def p_value(self) -> float:
+        return min(1.0, math.exp(-self._log_max))
+
+    @property
+    def decision(self) -> Decision:
+        return self._decision
+
+    def result(self) -> RankBettingResult:
+        now = float(_log_mean_exp(self._log_bets))
+        return RankBettingResult(
+            n_a=self._a.n, n_b=self._b.n, log_wealth=now, p_value=self.p_value,
+            decision=self._decision, decided_at=self._decided_at, b_larger=self._b_larger,
+            effect=rank_effect(self._a, self._b),
+        )
+
+    def to_state(self, *, data: bool = True) -> dict[str, Any]:
+        """JSON-serialisable state; ``data=False`` leaves out the arms (a caller that holds
+        the same observations passes them back to :meth:`from_state`)."""
+        out: dict[str, Any] = {
+            "format": _STATE_FORMAT, "alpha": self.alpha, "seed": self.seed,
+            "lambdas": self.lambdas.tolist(), "looks": self._looks,
+            "log_bets": self._log_bets.tolist(), "log_max": self._log_max,
+            "decision": self._decision, "b_larger": self._b_larger,
+            "decided_at": None if self._decided_at is None else list(self._decided_at),
+        }
+        if data:
+            support = np.union1d(self._a.values, self._b.values)
+            out["support"] = support.tolist()
+            out["counts_a"] = _counts_on(self._a, support).tolist()
+            out["counts_b"] = _counts_on(self._b, support).tolist()
+        return out
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> RankBettingTest:
+        """Rebuild a test from :meth:`to_state` output (with ``support``, ``counts_a``,
+        ``counts_b``: sorted distinct values and each arm's count there). Errors raise."""
+        if state.get("format") != _STATE_FORMAT:
+            raise ValueError(f"unsupported state format {state.get('format')!r}")
+        test = cls(state["alpha"], seed=state["seed"], lambdas=state["lambdas"])
+        test._looks = int(state["looks"])
+        log_bets = np.asarray(state["log_bets"], dtype=np.float64)
+        if log_bets.shape != test.lambdas.shape or not np.all(np.isfinite(log_bets)):
+            raise ValueError("log_bets: one finite log-wealth per bet")
+        test._log_bets = log_bets
+        test._log_max = float(state["log_max"])
+        if state["decision"] not in ("continue", "reject"):
+            raise ValueError(f"unknown decision {state['decision']!r}")
+        test._decision = state["decision"]
+        test._b_larger = bool(state["b_larger"])
+        at = state["decided_at"]
+        test._decided_at = None if at is None else (int(at[0]), int(at[1]))
+        support = np.asarray(state.get("support", []), dtype=np.float64)
+        counts_a = np.asarray(state.get("counts_a", []), dtype=np.int64)
+        counts_b = np.asarray(state.get("counts_b", []), dtype=np.int64)
+        if not (support.shape == counts_a.shape == counts_b.shape
+                and np.all(np.diff(support) > 0) and np.all(counts_a >= 0)
+                and np.all(counts_b >= 0) and np.all(np.isfinite(support))):
+            raise ValueError("support, counts_a, counts_b: sorted distinct values and counts")
+        test._a = ArmCounts.from_counts(support, counts_a)
+        test._b = ArmCounts.from_counts(support, counts_b)
+        if test._log_max < 0.0 or test._log_max < float(_log_mean_exp(log_bets)) - 1e-9:
+            raise ValueError("log_max: below the wealth now")
+        return test
+
+
+def _below(arm: ArmCounts, points: FloatArray, side: Literal["left", "right"]) -> IntArray:
+    """``ArmCounts.below``, also for an arm with no observation yet."""
+    if not arm.n:
+        return np.zeros(points.size, dtype=np.int64)
+    return arm.below(points, side)
+
+
+def _counts_on(arm: ArmCounts, support: FloatArray) -> IntArray:
+    out: IntArray = _below(arm, support, "right") - _below(arm, support, "left")
+    return out

@@ -1,0 +1,231 @@
+"""Tests of deviations.stats.betting: betting on smoothed sequential ranks (Vovk; Waudby-Smith
+and Ramdas 2024), against a direct loop implementation."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from deviations.stats.betting import (
+    RankBettingTest,
+    bets,
+    earlier_counts,
+    interleave,
+    log_wealth,
+    scores,
+)
+from tests.simulations.canary_ranks import bimodal, gamma, lognormal, stopping_ns
+
+
+def _loop_test(batches: list[tuple[np.ndarray, np.ndarray]], alpha: float, seed: int,
+               lambdas: np.ndarray) -> tuple[float, float, bool, str]:
+    """The test written out one observation at a time in plain Python: the same
+    value-independent draws as the class, the rank of each value among all earlier ones
+    counted by comparison, the wealth of each bet multiplied up.
+    Returns (log max of the mixture, log mixture now, positive side richer, decision)."""
+    pooled: list[float] = []
+    wealth = [1.0] * len(lambdas)
+    log_max = 0.0
+    decision = "continue"
+    side = False
+    look = -1
+    for a, b in batches:
+        if not (a.size or b.size):
+            continue  # not a look: no draws
+        look += 1
+        rng = np.random.default_rng([seed, look])
+        is_b = interleave(a.size, b.size)
+        z = np.empty(a.size + b.size)
+        z[~is_b] = a[rng.permutation(a.size)]
+        z[is_b] = b[rng.permutation(b.size)]
+        v = rng.random(z.size)
+        for value, label_b, draw in zip(z.tolist(), is_b.tolist(), v.tolist(), strict=True):
+            below = sum(1 for old in pooled if old < value)
+            equal = sum(1 for old in pooled if old == value)
+            pooled.append(value)
+            u = (below + draw * (equal + 1)) / len(pooled)
+            x = (1.0 if label_b else -1.0) * (2 * u - 1)
+            wealth = [w * (1 + lam * x) for w, lam in zip(wealth, lambdas, strict=True)]
+            log_max = max(log_max, math.log(sum(wealth) / len(wealth)))
+        if decision == "continue":
+            up = sum(w for w, lam in zip(wealth, lambdas, strict=True) if lam > 0)
+            down = sum(w for w, lam in zip(wealth, lambdas, strict=True) if lam < 0)
+            side = up >= down
+            if log_max >= math.log(1 / alpha):
+                decision = "reject"
+    return log_max, math.log(sum(wealth) / len(wealth)), side, decision
+
+
+@pytest.mark.parametrize("m", [0, 1, 2, 3, 5, 8, 17, 64, 100])
+def test_earlier_counts_against_a_double_loop(m: int) -> None:
+    rng = np.random.default_rng(m)
+    keys = rng.integers(0, max(1, m // 3), size=(3, m))
+    below, equal = earlier_counts(keys)
+    for r in range(3):
+        for j in range(m):
+            assert below[r, j] == sum(keys[r, i] < keys[r, j] for i in range(j))
+            assert equal[r, j] == sum(keys[r, i] == keys[r, j] for i in range(j))
+
+
+@pytest.mark.parametrize(("ties", "sizes"), [
+    (False, [(20, 20)] * 6),
+    (True, [(20, 20)] * 6),
+    (False, [(1, 0), (0, 3), (7, 2), (13, 29), (0, 0), (40, 41)]),
+    (True, [(5, 9), (30, 1), (2, 2), (50, 50)]),
+])
+def test_class_against_the_loop(ties: bool, sizes: list[tuple[int, int]]) -> None:
+    rng = np.random.default_rng(7)
+    batches = []
+    for n_a, n_b in sizes:
+        a, b = rng.lognormal(0, 0.4, n_a), rng.lognormal(0.15, 0.4, n_b)
+        if ties:
+            a, b = np.round(a, 1), np.round(b, 1)
+        batches.append((a, b))
+    test = RankBettingTest(0.2, seed=3)
+    for a, b in batches:
+        result = test.update(a, b)
+    log_max, now, side, decision = _loop_test(batches, 0.2, 3, bets())
+    assert math.log(1 / result.p_value) == pytest.approx(log_max, rel=1e-9, abs=1e-12)
+    assert result.log_wealth == pytest.approx(now, rel=1e-9, abs=1e-12)
+    assert (result.b_larger, result.decision) == (side, decision)
+    assert result.n_a == sum(a.size for a, _ in batches)
+
+
+def test_scores_are_uniform_and_independent_under_the_null_with_ties() -> None:
+    """The smoothed ranks of an i.i.d. sequence with heavy ties are i.i.d. U(0, 1)."""
+    rng = np.random.default_rng(11)
+    z = rng.integers(0, 4, size=(400, 60))
+    below, equal = earlier_counts(z)
+    t = np.arange(1, 61)
+    u = (scores(below, equal, t, np.ones(60), rng.random(z.shape)) + 1) / 2
+    assert stats.kstest(u.ravel(), "uniform").pvalue > 0.01
+    lagged = np.corrcoef(u[:, 1:].ravel(), u[:, :-1].ravel())[0, 1]
+    assert abs(lagged) < 0.02
+
+
+def test_mixture_of_log_wealth() -> None:
+    x = np.array([0.3, -0.2, 0.9, -1.0, 0.0])
+    lam = np.array([0.5, 0.1, -0.25])
+    per_bet, mixture = log_wealth(x, lam, start=np.array([0.1, 0.0, -0.2]))
+    direct = np.array([[s + sum(math.log1p(k * xi) for xi in x[:j + 1]) for j in range(5)]
+                       for k, s in zip(lam, [0.1, 0.0, -0.2], strict=True)])
+    np.testing.assert_allclose(per_bet, direct, rtol=1e-12)
+    np.testing.assert_allclose(mixture, np.log(np.exp(direct).mean(axis=0)), rtol=1e-12)
+
+
+def test_bets_grid() -> None:
+    grid = bets()
+    assert grid.size == 24
+    np.testing.assert_allclose(grid[:12], 0.5 * np.sqrt(2.0) ** -np.arange(12))
+    np.testing.assert_array_equal(grid[12:], -grid[:12])
+
+
+def test_type_one_error_under_monitoring_vectorised() -> None:
+    """A/A, 150 streams per family looked at after every batch of 20 per arm, up to 3,000
+    per arm: Ville's bound, 5 %, with a binomial margin (the full table: 500 streams)."""
+    rng = np.random.default_rng(2201)
+    for family in (lognormal, gamma, bimodal):
+        stops = stopping_ns(rng, family(), family(), 150, 3_000)
+        rejected = int(np.isfinite(stops).sum())
+        assert rejected <= 0.05 * 150 + 2 * math.sqrt(0.05 * 0.95 * 150)  # 7.5 + 5.3
+
+
+def test_type_one_error_of_the_class_with_sorted_batches() -> None:
+    """A/A through the class itself, half the streams sending sorted batches."""
+    rng = np.random.default_rng(2202)
+    rejected = 0
+    for stream in range(100):
+        test = RankBettingTest(0.05, seed=stream)
+        for _ in range(40):
+            a, b = rng.gamma(6.25, 1, 25), rng.gamma(6.25, 1, 25)
+            if stream % 2:
+                a, b = np.sort(a), np.sort(b)
+            test.update(a, b)
+        rejected += test.decision == "reject"
+    assert rejected <= 0.05 * 100 + 2 * math.sqrt(0.05 * 0.95 * 100)
+
+
+def test_stopping_n_against_fixed_n_mann_whitney() -> None:
+    """Lognormal, median +10 % and +5 % (60 streams each, batches of 20): the median stop is
+    within 1.5× of the n at which a one-look Mann–Whitney has 90 % power (430 and 1,476
+    per arm, docs/statistics.md), with margin for 60 streams."""
+    rng = np.random.default_rng(2203)
+    for scale, mw_90 in ((1.10, 430), (1.05, 1_476)):
+        stops = stopping_ns(rng, lognormal(), lognormal(scale), 60, 6_000)
+        assert np.isfinite(stops).mean() >= 0.95
+        assert np.median(stops) <= 1.5 * mw_90
+    # and the direction: B larger
+    test = RankBettingTest(0.05, seed=1)
+    for _ in range(100):
+        if test.update(rng.lognormal(0, 0.4, 20), rng.lognormal(0.1, 0.4, 20)).decision != (
+                "continue"):
+            break
+    assert test.decision == "reject"
+    assert test.result().b_larger
+    assert test.result().effect > 0.5
+
+
+def test_direction_is_valid_under_a_one_sided_null() -> None:
+    """B stochastically smaller than A: "B larger" is never said (the coupling argument)."""
+    rng = np.random.default_rng(2204)
+    wrong = 0
+    for stream in range(60):
+        test = RankBettingTest(0.05, seed=stream)
+        for _ in range(50):
+            test.update(rng.lognormal(0, 0.4, 20), rng.lognormal(-0.05, 0.4, 20))
+        wrong += test.decision == "reject" and test.result().b_larger
+    assert wrong == 0
+
+
+def test_state_round_trip_continues_identically() -> None:
+    rng = np.random.default_rng(5)
+    test = RankBettingTest(0.05, seed=9)
+    for _ in range(5):
+        test.update(np.round(rng.lognormal(0, 0.4, 20), 2), rng.lognormal(0.1, 0.4, 17))
+    copy = RankBettingTest.from_state(json.loads(json.dumps(test.to_state())))
+    light = test.to_state(data=False)
+    full = test.to_state()
+    rebuilt = RankBettingTest.from_state({**light, "support": full["support"],
+                                          "counts_a": full["counts_a"],
+                                          "counts_b": full["counts_b"]})
+    for _ in range(5):
+        a, b = rng.lognormal(0, 0.4, 20), rng.lognormal(0.1, 0.4, 20)
+        want = test.update(a, b)
+        assert copy.update(a, b) == want
+        assert rebuilt.update(a, b) == want
+
+
+def test_rank_effect_is_mann_whitney_u() -> None:
+    rng = np.random.default_rng(6)
+    a, b = np.round(rng.normal(0, 1, 200), 1), np.round(rng.normal(0.3, 1, 150), 1)
+    test = RankBettingTest()
+    test.update(a, b)
+    u = stats.mannwhitneyu(b, a).statistic
+    assert test.result().effect == pytest.approx(u / (a.size * b.size), rel=1e-12)
+
+
+@pytest.mark.parametrize("state_change", [
+    {"format": 2}, {"decision": "accept"}, {"log_bets": [0.0]},
+    {"support": [2.0, 1.0], "counts_a": [1, 1], "counts_b": [0, 0]}, {"log_max": -1.0},
+])
+def test_bad_states_raise(state_change: dict[str, object]) -> None:
+    test = RankBettingTest()
+    test.update([1.0, 2.0], [3.0])
+    with pytest.raises(ValueError, match=r"\w"):
+        RankBettingTest.from_state({**test.to_state(), **state_change})
+
+
+@pytest.mark.parametrize("kwargs", [{"alpha": 0.0}, {"alpha": 1.0}, {"lambdas": [1.0]},
+                                    {"lambdas": []}])
+def test_bad_parameters_raise(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match=r"\w"):
+        RankBettingTest(**kwargs)  # type: ignore[arg-type]
+
+
+def test_nan_raises() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        RankBettingTest().update([np.nan], [1.0])
