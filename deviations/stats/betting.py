@@ -1,9 +1,9 @@
 """An anytime-valid two-sample rank test by betting on sequential ranks (canaries' ``ranks``).
 
-**The sequence.** Each look's observations of both arms are put in one order drawn
-independently of their values (each arm's batch in a random order, then the two arms
-interleaved evenly), giving one pooled sequence ``z_1, z_2, ...`` with labels
-``s_t = +1`` (B) or ``-1`` (A). The smoothed sequential rank of ``z_t`` among
+**The sequence.** The observations are put in one order drawn independently of their
+values (each arm's batch in a random order; then, as pairs complete, A, B, A, B, ...:
+an arm's values wait for the other arm's), giving one pooled sequence ``z_1, z_2, ...``
+with labels ``s_t = +1`` (B) or ``-1`` (A). The smoothed sequential rank of ``z_t`` among
 ``z_1..z_t`` is
 
     ``u_t = (#{i < t : z_i < z_t} + V_t (#{i < t : z_i = z_t} + 1)) / t``,   V_t ~ U(0, 1)   (1)
@@ -89,7 +89,7 @@ from .quantiles import ArmCounts
 
 __all__ = [
     "LAMBDA_MAX", "RATIO", "STEPS", "RankBettingResult", "RankBettingTest", "bets",
-    "earlier_counts", "interleave", "log_wealth", "rank_effect", "scores",
+    "earlier_counts", "log_wealth", "rank_effect", "scores",
 ]
 
 Decision = Literal["continue", "reject"]
@@ -209,16 +209,6 @@ def _log_mean_exp(values: FloatArray, axis: int = -1) -> FloatArray:
     return out
 
 
-def interleave(n_a: int, n_b: int) -> npt.NDArray[np.bool_]:
-    """Labels (True: B) of ``n_a`` A's and ``n_b`` B's spread evenly: the i-th of an arm
-    sits at its fractional position ``(i + 1/2) / n``, A first on a tie."""
-    pos = np.concatenate(((np.arange(n_a) + 0.5) / max(n_a, 1),
-                          (np.arange(n_b) + 0.5) / max(n_b, 1)))
-    is_b = np.concatenate((np.zeros(n_a, dtype=bool), np.ones(n_b, dtype=bool)))
-    out: npt.NDArray[np.bool_] = is_b[np.argsort(pos, kind="stable")]
-    return out
-
-
 def rank_effect(a: ArmCounts, b: ArmCounts) -> float:
     """``P(B > A) + P(B = A)/2`` estimated from all pairs (Mann–Whitney's U / (n_a n_b))."""
     if not (a.n and b.n):
@@ -248,7 +238,8 @@ class RankBettingResult:
         The positive bets hold more wealth than the negative ones (at the decision, once
         rejected: the direction decided).
     effect : float
-        ``P(B > A) + P(B = A)/2`` estimated from every pair (Mann–Whitney's U/(n_a n_b)).
+        ``P(B > A) + P(B = A)/2`` estimated from every pair of observations received
+        (Mann–Whitney's U/(n_a n_b)).
     """
 
     n_a: int
@@ -273,6 +264,16 @@ class RankBettingTest:
         smoothing ``V_t`` (drawn per look from ``(seed, look)``).
     lambdas : array_like, optional
         The bets (default :func:`bets`; both signs for a two-sided test).
+
+    Notes
+    -----
+    Observations are scored in pairs: an arm's values wait (in the random order given to
+    their batch) until the other arm has as many, and each look scores the pairs it can,
+    A, B, A, B, ... So a drift common to both arms over time (load, time of day) moves A's
+    and B's ranks alike and cancels in the scores, where a look of one arm alone would
+    read it as a difference; the waiting values are held in the state (as many as the
+    arms' imbalance). Under ``A =d B`` the scored sequence is still i.i.d.: which values
+    are scored when depends only on the counts.
     """
 
     def __init__(self, alpha: float = 0.05, *, seed: int = 0,
@@ -288,6 +289,8 @@ class RankBettingTest:
         self._looks = 0
         self._a = ArmCounts.empty()
         self._b = ArmCounts.empty()
+        self._wait_a: FloatArray = np.empty(0)
+        self._wait_b: FloatArray = np.empty(0)
         self._log_bets: FloatArray = np.zeros(lam.size)
         self._log_max = 0.0
         self._decision: Decision = "continue"
@@ -296,47 +299,48 @@ class RankBettingTest:
 
     @property
     def n_a(self) -> int:
-        return self._a.n
+        return self._a.n + self._wait_a.size
 
     @property
     def n_b(self) -> int:
-        return self._b.n
-
-    def _ordered(self, a: FloatArray, b: FloatArray) -> tuple[FloatArray, FloatArray,
-                                                               FloatArray]:
-        """This look's pooled sequence, its labels (+1 B, -1 A) and smoothing draws."""
-        rng = np.random.default_rng([self.seed, self._looks])
-        self._looks += 1
-        is_b = interleave(a.size, b.size)
-        z = np.empty(a.size + b.size)
-        z[~is_b] = a[rng.permutation(a.size)]
-        z[is_b] = b[rng.permutation(b.size)]
-        return z, np.where(is_b, 1.0, -1.0), rng.random(z.size)
+        return self._b.n + self._wait_b.size
 
     def update(self, a_values: npt.ArrayLike, b_values: npt.ArrayLike) -> RankBettingResult:
-        """Add a batch to each arm (either may be empty) and look."""
+        """Add a batch to each arm (either may be empty), score the pairs now complete and
+        look."""
         a = as_sample(a_values, "a_values")
         b = as_sample(b_values, "b_values")
         if not (a.size or b.size):
             return self.result()
-        z, labels, v = self._ordered(a, b)
-        held = self._a.n + self._b.n
-        old_below = _below(self._a, z, "left") + _below(self._b, z, "left")
-        old_equal = _below(self._a, z, "right") + _below(self._b, z, "right") - old_below
-        _, inverse = np.unique(z, return_inverse=True)
-        new_below, new_equal = earlier_counts(inverse.reshape(1, -1))
-        t = held + np.arange(1, z.size + 1)
-        x = scores(old_below + new_below[0], old_equal + new_equal[0], t, labels, v)
-        per_bet, mixture = log_wealth(x, self.lambdas, self._log_bets)
-        self._log_bets = per_bet[:, -1].copy()
-        self._log_max = max(self._log_max, float(mixture.max()))
-        self._a = self._a.merged(a)
-        self._b = self._b.merged(b)
+        rng = np.random.default_rng([self.seed, self._looks])
+        self._looks += 1
+        self._wait_a = np.concatenate((self._wait_a, a[rng.permutation(a.size)]))
+        self._wait_b = np.concatenate((self._wait_b, b[rng.permutation(b.size)]))
+        m = min(self._wait_a.size, self._wait_b.size)
+        if m:
+            take_a, self._wait_a = self._wait_a[:m], self._wait_a[m:]
+            take_b, self._wait_b = self._wait_b[:m], self._wait_b[m:]
+            z = np.empty(2 * m)
+            z[0::2], z[1::2] = take_a, take_b
+            labels = np.tile([-1.0, 1.0], m)
+            held = self._a.n + self._b.n
+            old_below = _below(self._a, z, "left") + _below(self._b, z, "left")
+            old_equal = _below(self._a, z, "right") + _below(self._b, z, "right") - old_below
+            _, inverse = np.unique(z, return_inverse=True)
+            new_below, new_equal = earlier_counts(inverse.reshape(1, -1))
+            t = held + np.arange(1, z.size + 1)
+            x = scores(old_below + new_below[0], old_equal + new_equal[0], t, labels,
+                       rng.random(z.size))
+            per_bet, mixture = log_wealth(x, self.lambdas, self._log_bets)
+            self._log_bets = per_bet[:, -1].copy()
+            self._log_max = max(self._log_max, float(mixture.max()))
+            self._a = self._a.merged(take_a)
+            self._b = self._b.merged(take_b)
         if self._decision == "continue":
             self._b_larger = self._side()
             if self._log_max >= math.log(1.0 / self.alpha):
                 self._decision = "reject"
-                self._decided_at = (self._a.n, self._b.n)
+                self._decided_at = (self.n_a, self.n_b)
         return self.result()
 
     def _side(self) -> bool:
@@ -355,32 +359,37 @@ class RankBettingTest:
     def result(self) -> RankBettingResult:
         now = float(_log_mean_exp(self._log_bets))
         return RankBettingResult(
-            n_a=self._a.n, n_b=self._b.n, log_wealth=now, p_value=self.p_value,
+            n_a=self.n_a, n_b=self.n_b, log_wealth=now, p_value=self.p_value,
             decision=self._decision, decided_at=self._decided_at, b_larger=self._b_larger,
-            effect=rank_effect(self._a, self._b),
+            effect=rank_effect(self._a.merged(self._wait_a), self._b.merged(self._wait_b)),
         )
 
     def to_state(self, *, data: bool = True) -> dict[str, Any]:
-        """JSON-serialisable state; ``data=False`` leaves out the arms (a caller that holds
-        the same observations passes them back to :meth:`from_state`)."""
+        """JSON-serialisable state; ``data=False`` leaves out the arms' values (``support``,
+        ``counts_a``, ``counts_b``: every observation received, waiting ones included), which
+        a caller holding the same observations passes back to :meth:`from_state`."""
         out: dict[str, Any] = {
             "format": _STATE_FORMAT, "alpha": self.alpha, "seed": self.seed,
             "lambdas": self.lambdas.tolist(), "looks": self._looks,
+            "wait_a": self._wait_a.tolist(), "wait_b": self._wait_b.tolist(),
             "log_bets": self._log_bets.tolist(), "log_max": self._log_max,
             "decision": self._decision, "b_larger": self._b_larger,
             "decided_at": None if self._decided_at is None else list(self._decided_at),
         }
         if data:
-            support = np.union1d(self._a.values, self._b.values)
+            all_a = self._a.merged(self._wait_a)
+            all_b = self._b.merged(self._wait_b)
+            support = np.union1d(all_a.values, all_b.values)
             out["support"] = support.tolist()
-            out["counts_a"] = _counts_on(self._a, support).tolist()
-            out["counts_b"] = _counts_on(self._b, support).tolist()
+            out["counts_a"] = _counts_on(all_a, support).tolist()
+            out["counts_b"] = _counts_on(all_b, support).tolist()
         return out
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> RankBettingTest:
-        """Rebuild a test from :meth:`to_state` output (with ``support``, ``counts_a``,
-        ``counts_b``: sorted distinct values and each arm's count there). Errors raise."""
+        """Rebuild a test from :meth:`to_state` output with the data (``support``,
+        ``counts_a``, ``counts_b``: sorted distinct values and each arm's count of every
+        observation received there). Errors raise."""
         if state.get("format") != _STATE_FORMAT:
             raise ValueError(f"unsupported state format {state.get('format')!r}")
         test = cls(state["alpha"], seed=state["seed"], lambdas=state["lambdas"])
@@ -396,15 +405,26 @@ class RankBettingTest:
         test._b_larger = bool(state["b_larger"])
         at = state["decided_at"]
         test._decided_at = None if at is None else (int(at[0]), int(at[1]))
+        test._wait_a = np.asarray(state["wait_a"], dtype=np.float64)
+        test._wait_b = np.asarray(state["wait_b"], dtype=np.float64)
         support = np.asarray(state.get("support", []), dtype=np.float64)
-        counts_a = np.asarray(state.get("counts_a", []), dtype=np.int64)
-        counts_b = np.asarray(state.get("counts_b", []), dtype=np.int64)
-        if not (support.shape == counts_a.shape == counts_b.shape
-                and np.all(np.diff(support) > 0) and np.all(counts_a >= 0)
-                and np.all(counts_b >= 0) and np.all(np.isfinite(support))):
-            raise ValueError("support, counts_a, counts_b: sorted distinct values and counts")
-        test._a = ArmCounts.from_counts(support, counts_a)
-        test._b = ArmCounts.from_counts(support, counts_b)
+        counts = []
+        for key, wait in (("counts_a", test._wait_a), ("counts_b", test._wait_b)):
+            given = np.asarray(state.get(key, []), dtype=np.int64)
+            if given.shape != support.shape:
+                raise ValueError("support, counts_a, counts_b: one count per value")
+            at_values = np.searchsorted(support, wait)
+            if wait.size and (np.any(at_values >= support.size)
+                              or np.any(support[np.minimum(at_values, support.size - 1)]
+                                        != wait)):
+                raise ValueError("wait_a, wait_b: values not in the support")
+            counts.append(given - np.bincount(at_values, minlength=support.size))
+        if not (np.all(np.diff(support) > 0) and np.all(np.isfinite(support))
+                and all(np.all(c >= 0) for c in counts)):
+            raise ValueError("support, counts_a, counts_b: sorted distinct values and counts "
+                             "covering the waiting values")
+        test._a = ArmCounts.from_counts(support, counts[0])
+        test._b = ArmCounts.from_counts(support, counts[1])
         if test._log_max < 0.0 or test._log_max < float(_log_mean_exp(log_bets)) - 1e-9:
             raise ValueError("log_max: below the wealth now")
         return test

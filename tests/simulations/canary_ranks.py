@@ -9,8 +9,8 @@ stream feeds batches of ``STEP`` = 20 per arm and looks after every batch; the s
 is the first look at which the test has rejected.
 
 The streams are computed vectorised, as ``RankBettingTest`` computes them: per batch the
-pooled order A, B, A, B, ... (``interleave(20, 20)``; the values are i.i.d., so the
-random orders within a batch change nothing), the smoothed sequential ranks of the whole
+pooled order A, B, A, B, ... (the pairs; the values are i.i.d., so the random orders
+within a batch change nothing), the smoothed sequential ranks of the whole
 stream (``earlier_counts``), the scores and the mixture's log-wealth; a look rejects when
 the running maximum reaches ``log(1/alpha)``. ``tests/stats/test_betting.py`` checks the
 class against a direct loop, and this pipeline against the class.

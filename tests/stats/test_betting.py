@@ -14,7 +14,6 @@ from deviations.stats.betting import (
     RankBettingTest,
     bets,
     earlier_counts,
-    interleave,
     log_wealth,
     scores,
 )
@@ -24,10 +23,13 @@ from tests.simulations.canary_ranks import bimodal, gamma, lognormal, stopping_n
 def _loop_test(batches: list[tuple[np.ndarray, np.ndarray]], alpha: float, seed: int,
                lambdas: np.ndarray) -> tuple[float, float, bool, str]:
     """The test written out one observation at a time in plain Python: the same
-    value-independent draws as the class, the rank of each value among all earlier ones
-    counted by comparison, the wealth of each bet multiplied up.
+    value-independent draws as the class (each batch's random order, then pairs A, B as
+    they complete), the rank of each value among all earlier ones counted by comparison,
+    the wealth of each bet multiplied up.
     Returns (log max of the mixture, log mixture now, positive side richer, decision)."""
     pooled: list[float] = []
+    wait_a: list[float] = []
+    wait_b: list[float] = []
     wealth = [1.0] * len(lambdas)
     log_max = 0.0
     decision = "continue"
@@ -38,12 +40,15 @@ def _loop_test(batches: list[tuple[np.ndarray, np.ndarray]], alpha: float, seed:
             continue  # not a look: no draws
         look += 1
         rng = np.random.default_rng([seed, look])
-        is_b = interleave(a.size, b.size)
-        z = np.empty(a.size + b.size)
-        z[~is_b] = a[rng.permutation(a.size)]
-        z[is_b] = b[rng.permutation(b.size)]
-        v = rng.random(z.size)
-        for value, label_b, draw in zip(z.tolist(), is_b.tolist(), v.tolist(), strict=True):
+        wait_a += a[rng.permutation(a.size)].tolist()
+        wait_b += b[rng.permutation(b.size)].tolist()
+        m = min(len(wait_a), len(wait_b))
+        sequence = []
+        for i in range(m):
+            sequence += [(wait_a[i], False), (wait_b[i], True)]
+        wait_a, wait_b = wait_a[m:], wait_b[m:]
+        v = rng.random(2 * m).tolist() if m else []
+        for (value, label_b), draw in zip(sequence, v, strict=True):
             below = sum(1 for old in pooled if old < value)
             equal = sum(1 for old in pooled if old == value)
             pooled.append(value)
@@ -93,6 +98,21 @@ def test_class_against_the_loop(ties: bool, sizes: list[tuple[int, int]]) -> Non
     assert result.log_wealth == pytest.approx(now, rel=1e-9, abs=1e-12)
     assert (result.b_larger, result.decision) == (side, decision)
     assert result.n_a == sum(a.size for a, _ in batches)
+
+
+def test_a_drift_common_to_both_arms_is_not_a_difference() -> None:
+    """Each arm sent in its own looks while the level of both drifts upwards (A =d B at
+    every moment): pairing cancels the drift."""
+    rng = np.random.default_rng(12)
+    rejected = 0
+    for stream in range(20):
+        test = RankBettingTest(0.05, seed=stream)
+        for i in range(60):
+            level = 1 + 0.02 * i
+            test.update(level * rng.lognormal(0, 0.4, 20), [])
+            test.update([], level * rng.lognormal(0, 0.4, 20))
+        rejected += test.decision == "reject"
+    assert rejected <= 3
 
 
 def test_scores_are_uniform_and_independent_under_the_null_with_ties() -> None:
@@ -182,10 +202,12 @@ def test_direction_is_valid_under_a_one_sided_null() -> None:
 
 
 def test_state_round_trip_continues_identically() -> None:
+    """Also with values waiting for a partner (B sends fewer)."""
     rng = np.random.default_rng(5)
     test = RankBettingTest(0.05, seed=9)
     for _ in range(5):
         test.update(np.round(rng.lognormal(0, 0.4, 20), 2), rng.lognormal(0.1, 0.4, 17))
+    assert test.to_state()["wait_a"]
     copy = RankBettingTest.from_state(json.loads(json.dumps(test.to_state())))
     light = test.to_state(data=False)
     full = test.to_state()

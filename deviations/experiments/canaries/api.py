@@ -25,7 +25,7 @@ class CanaryIn(Schema):
     alpha: float = 0.05
     tau: float | None = None
     count: bool = False
-    method: str = "dkw"
+    method: str | None = None
     quantile: float = 0.95
     quantiles: list[float] = []
     min_effect: float | None = None
@@ -57,6 +57,7 @@ class StatusOut(Schema):
     bad: str
     count: bool
     method: str
+    method_text: str
     alpha: float
     tau: float | None
     resolution: float
@@ -103,8 +104,10 @@ def _canary(canary_id: int) -> Canary:
 def create(request: HttpRequest, body: CanaryIn) -> Status[dict[str, Any]]:
     """``bad``: higher, lower or any. ``tau`` (0-1, optional): accept 'no difference beyond
     tau' on the distribution functions. ``count``: batches carry event timestamps only.
-    ``method``: ``dkw`` (default: distribution functions) or ``signs`` (a sign test on
-    pairs, faster on shifts, reject only; docs/statistics.md). ``quantiles`` (e.g.
+    ``method``: ``ranks`` (the default: a rank betting test, the fastest on shifts,
+    reject only), ``dkw`` (distribution functions; the default when ``tau`` or
+    ``quantiles`` is given) or ``signs`` (a sign test on pairs, reject only;
+    docs/statistics.md). ``quantiles`` (e.g.
     ``[0.5, 0.9, 0.99]``): judge the canary on these quantiles instead, each with an
     anytime-valid decision (Bonferroni over them; needs ``method`` dkw and no ``tau``).
     ``resolution`` (default 1e-4, 0 = exact): values are rounded down to a relative grid of

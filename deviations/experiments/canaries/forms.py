@@ -16,11 +16,13 @@ class CanaryForm(forms.Form):
     tau = forms.FloatField(required=False, label="Tolerance τ", help_text="0-1, on the "
                            "distribution functions: accept 'no difference beyond τ'. Empty: "
                            "never accept.")
-    method = forms.ChoiceField(choices=Canary.METHODS, initial=Canary.DKW, required=False,
-                               label="Sequential test")
+    method = forms.ChoiceField(
+        choices=[("", "default: rank betting test, or distribution functions with τ or "
+                  "quantiles"), *Canary.METHODS], initial="", required=False,
+        label="Sequential test")
 
-    def clean_method(self) -> str:
-        return self.cleaned_data.get("method") or Canary.DKW
+    def clean_method(self) -> str | None:
+        return self.cleaned_data.get("method") or None
     count = forms.BooleanField(required=False, label="Count metric (send event timestamps)")
     quantile = forms.FloatField(initial=0.95, help_text="Quantile worded besides the median.")
     quantiles = forms.CharField(

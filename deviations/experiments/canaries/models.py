@@ -31,14 +31,18 @@ class Canary(models.Model):
         help_text="Tolerance on the distribution functions (0-1): accept 'no difference "
         "beyond tau' once the band on F_B - F_A lies within (-tau, tau). Empty: never accept.",
     )
-    DKW, SIGNS = "dkw", "signs"
+    DKW, SIGNS, RANKS = "dkw", "signs", "ranks"
     METHODS = [
+        (RANKS, "rank betting test (sequential ranks; fastest on shifts; reject only)"),
         (DKW, "distribution functions (time-uniform DKW bands; any difference; tau)"),
         (SIGNS, "sign test on pairs (mixture martingale; faster on shifts; reject only)"),
     ]
+    #: New canaries' test when neither a tolerance tau nor quantiles ask for the DKW test
+    #: (docs/statistics.md, "Canaries: the rank betting test": why it is the default).
+    DEFAULT_METHOD = RANKS
     method = models.CharField(
-        max_length=5, choices=METHODS, default=DKW, help_text="The sequential test that "
-        "decides (docs/statistics.md, 'Canaries'); the bands are drawn either way.",
+        max_length=5, choices=METHODS, default=DEFAULT_METHOD, help_text="The sequential "
+        "test that decides (docs/statistics.md, 'Canaries'); the bands are drawn either way.",
     )
     count = models.BooleanField(
         default=False, help_text="A count metric: batches carry event timestamps only, tested "

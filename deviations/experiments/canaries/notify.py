@@ -64,7 +64,7 @@ def rejection_alert(canary: Canary, view: dict[str, Any]) -> AlertData:
         from_label=f"start {started:%Y-%m-%d %H:%M}",
         to_label=f"decided at n = {st.decided_n_a}/{st.decided_n_b}",
         from_key=started.isoformat(), to_key=decided.isoformat(), direction=direction,
-        method=(f"anytime-valid sequential test ({canary.method}, Lindon et al. 2022), "
+        method=(f"anytime-valid sequential test ({canary.method}, {_SOURCES[canary.method]}), "
                 f"alpha {canary.alpha:g}"),
         level=1 - canary.alpha, metric=canary.metric, unit=canary.unit,
         effect=None if lo is None or hi is None else (lo + hi) / 2, effect_lo=lo,
@@ -72,6 +72,11 @@ def rejection_alert(canary: Canary, view: dict[str, Any]) -> AlertData:
         explanation=f"canary {canary.name}: {view['headline_text']}. {words}.",
         data_at=decided,
     )
+
+
+#: Where each canary method's test comes from (docs/statistics.md).
+_SOURCES = {Canary.DKW: "Lindon et al. 2022", Canary.SIGNS: "Robbins 1970",
+            Canary.RANKS: "Vovk 2021; Waudby-Smith and Ramdas 2024"}
 
 
 def notify_rejection(canary_id: int) -> int:

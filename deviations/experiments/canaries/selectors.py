@@ -85,6 +85,15 @@ def quantile_words(canary: Canary, rows: list[dict[str, Any]]) -> list[str]:
     return [text for _, text in decided] + open_
 
 
+def method_text(canary: Canary) -> str:
+    """Which test decides the canary, in words (the page's "Test" row)."""
+    if canary.quantiles:
+        labels = ", ".join(percentile_label(q) for q in canary.quantiles)
+        return (f"quantiles {labels}: an anytime-valid decision each (Bonferroni over "
+                "them); the first to decide decides the canary")
+    return str(canary.get_method_display())
+
+
 def samples_bound(canary: Canary) -> int | None:
     """Observations per arm by which the test has decided, whatever the data (needs tau):
     ``sample_size(tau / 2)`` (docs/statistics.md, "Sample-size bound")."""
@@ -137,6 +146,21 @@ def canary_view(canary: Canary, change: float | None = None) -> dict[str, Any]:
             f"{'larger' if larger else 'smaller'} than A's in {share:.1%} of {signed} pairs "
             f"(sign test, sequential p-value {_num(st.p_value)} ≤ α = {canary.alpha:g})"
         ))
+    elif "ranks" in summary and "rank_effect" in summary:
+        larger = summary["ranks"]["b_larger"]
+        what = "waits between events" if canary.count else "values"
+        effect = summary["rank_effect"]
+        if st.decision == "reject":
+            words.insert(0, (
+                f"B's {what} are {'larger' if larger else 'smaller'} than A's: a B value "
+                f"exceeds an A value with probability {effect:.3f} (estimate; 0.5 = no "
+                f"difference; rank betting test, sequential p-value {_num(st.p_value)} "
+                f"≤ α = {canary.alpha:g})"
+            ))
+        else:
+            words.append(
+                f"a B value exceeds an A value with probability {effect:.3f} so far "
+                f"(estimate; 0.5 = no difference; rank betting test: no decision yet)")
     elif st.decision == "reject" and "sup_diff" in summary:
         larger = -summary["inf_diff"] >= summary["sup_diff"]
         what = "waits between events" if canary.count else "values"
@@ -164,6 +188,7 @@ def canary_view(canary: Canary, change: float | None = None) -> dict[str, Any]:
         "bad": canary.bad,
         "count": canary.count,
         "method": canary.method,
+        "method_text": method_text(canary),
         "alpha": canary.alpha,
         "tau": canary.tau,
         "resolution": canary.resolution,

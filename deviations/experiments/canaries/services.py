@@ -80,11 +80,14 @@ def _email_list(emails: Any, field: str) -> list[str]:
 def create_canary(
     name: str, *, bad: str, alpha: float = 0.05, tau: float | None = None,
     count: bool = False, metric: str = "", unit: str = "", quantile: float = 0.95,
-    method: str = Canary.DKW, quantiles: Any = None,
+    method: str | None = None, quantiles: Any = None,
     min_effect: float | None = None, owners: Any = None, user: Any = None,
     resolution: float = Canary.DEFAULT_RESOLUTION,
 ) -> Canary:
-    """Check every field, then store the canary and its empty state."""
+    """Check every field, then store the canary and its empty state.
+
+    ``method`` None: the DKW test when a tolerance ``tau`` or ``quantiles`` ask for it (only
+    it accepts, and the quantiles ride on its data), otherwise ``Canary.DEFAULT_METHOD``."""
     name = (name or "").strip()
     if not name or len(name) > _NAME_CHARS:
         raise UserError(f"name: 1 to {_NAME_CHARS} characters")
@@ -94,10 +97,14 @@ def create_canary(
         raise UserError("alpha: a probability in (0, 0.5), e.g. 0.05")
     if tau is not None and not (isinstance(tau, int | float) and 0.0 < tau < 1.0):
         raise UserError("tau: a difference of distribution functions in (0, 1), e.g. 0.1")
-    if method not in (Canary.DKW, Canary.SIGNS):
-        raise UserError("method: 'dkw' (distribution functions) or 'signs' (sign test)")
-    if method == Canary.SIGNS and tau is not None:
-        raise UserError("tau: the sign test only rejects; a tolerance needs method 'dkw'")
+    if method is None or method == "":
+        method = Canary.DKW if tau is not None or quantiles else Canary.DEFAULT_METHOD
+    if method not in (Canary.RANKS, Canary.DKW, Canary.SIGNS):
+        raise UserError("method: 'ranks' (rank betting test), 'dkw' (distribution "
+                        "functions) or 'signs' (sign test)")
+    if method in (Canary.SIGNS, Canary.RANKS) and tau is not None:
+        raise UserError(f"tau: the {'sign' if method == Canary.SIGNS else 'rank betting'} "
+                        "test only rejects; a tolerance needs method 'dkw'")
     if not (isinstance(quantile, int | float) and 0.0 < quantile < 1.0):
         raise UserError("quantile: a probability in (0, 1), e.g. 0.95")
     judged_on = _quantile_list(quantiles)

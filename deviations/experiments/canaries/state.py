@@ -1,6 +1,8 @@
 """The canary's stored sequential state, updated incrementally (the only glue to the
 statistics, ``deviations.stats.sequential`` and, for ``method="signs"``,
 ``deviations.stats.signs``, whose small state is stored whole in ``CanaryState.summary``;
+for ``method="ranks"``, ``deviations.stats.betting``, whose wealth is stored in the
+summary and whose data are the distribution-function test's;
 with ``Canary.quantiles`` set, ``deviations.stats.quantiles`` decides: its evidence and
 decisions are stored in the summary, its data are the distribution-function test's).
 
@@ -44,6 +46,7 @@ from deviations.experiments.canaries.models import (
     CanaryPoint,
     CanaryState,
 )
+from deviations.stats.betting import RankBettingTest
 from deviations.stats.quantiles import QuantileSequentialTest, QuantileVerdict
 from deviations.stats.resolution import to_grid, widen_band, widen_difference
 from deviations.stats.sequential import SequentialTest
@@ -65,9 +68,12 @@ REGRESSION, IMPROVEMENT, NO_DIFFERENCE, KEEP_GOING = (
     "regression", "improvement", "no_difference", "keep_going",
 )
 
-#: canary id -> (applied_seq, the test, the sign test, observations its checkpoint holds,
-#: the quantile test).
-_cache: OrderedDict[int, tuple[int, SequentialTest, SequentialSignTest | None, int,
+#: The test that decides instead of the DKW test (``method`` signs or ranks).
+Other = SequentialSignTest | RankBettingTest
+
+#: canary id -> (applied_seq, the test, the sign or rank test, observations its checkpoint
+#: holds, the quantile test).
+_cache: OrderedDict[int, tuple[int, SequentialTest, Other | None, int,
                                QuantileSequentialTest | None]] = OrderedDict()
 
 
@@ -190,6 +196,20 @@ def _quantile_test(canary: Canary, state: CanaryState,
     })
 
 
+def _rank_test(canary: Canary, state: CanaryState, test: SequentialTest) -> RankBettingTest:
+    """The rank betting test after batch ``state.applied_seq``: its stored wealth and
+    decision (summary) with the distribution-function test's data (the same observations,
+    on the same grid)."""
+    saved = (state.summary or {}).get("ranks")
+    if saved is None:
+        return RankBettingTest(canary.alpha, seed=canary.pk)
+    data = test.to_state()
+    return RankBettingTest.from_state({
+        **saved, "support": data["support"], "counts_a": data["counts_a"],
+        "counts_b": data["counts_b"],
+    })
+
+
 def _verdict_row(verdict: QuantileVerdict, band: Any, resolution: float) -> dict[str, Any]:
     diff = widen_difference(band.diff_lo, band.diff_hi, (band.lo_a, band.hi_a),
                             (band.lo_b, band.hi_b), resolution)
@@ -255,11 +275,13 @@ def apply_pending(canary_id: int) -> Applied:
             checkpoint = CanaryCheckpoint.objects.filter(canary_id=canary_id).values_list(
                 "n_a", "n_b").first()
             held = sum(checkpoint) if checkpoint else 0
-            signs = None
+            signs: Other | None = None
             if canary.method == Canary.SIGNS:
                 signs = (SequentialSignTest.from_state(state.summary["signs"])
                          if "signs" in state.summary
                          else SequentialSignTest(canary.alpha, seed=canary.pk))
+            elif canary.method == Canary.RANKS:
+                signs = _rank_test(canary, state, test)
             qtest = _quantile_test(canary, state, test) if canary.quantiles else None
         applied = last - state.applied_seq
         dkw_before = test.decision
@@ -279,7 +301,7 @@ def apply_pending(canary_id: int) -> Applied:
             before, decision = dkw_before, result.decision
             p_value, p_now, decided_at = result.p_value, result.p_value_now, result.decided_at
             b_larger = -test.inf_difference >= test.sup_difference
-        else:  # the sign test decides; the bands still come from the DKW test
+        else:  # the sign or rank test decides; the bands still come from the DKW test
             before = signs.decision
             sign_result = signs.update(a, b)
             decision, decided_at = sign_result.decision, sign_result.decided_at
@@ -297,8 +319,11 @@ def apply_pending(canary_id: int) -> Applied:
             state.decided_n_a, state.decided_n_b = decided_at
             state.decided_at = timezone.now()
         state.summary = {**summarise(canary, test), "dkw": own}
-        if signs is not None:
+        if isinstance(signs, SequentialSignTest):
             state.summary["signs"] = signs.to_state()
+        elif signs is not None:
+            state.summary["ranks"] = signs.to_state(data=False)
+            state.summary["rank_effect"] = signs.result().effect
         if qtest is not None:
             state.summary["quantiles"] = summarise_quantiles(qtest, canary.resolution)
         state.save()

@@ -66,10 +66,11 @@ class Command(base.Command):
         create.add_argument("--count", action="store_true",
                             help="a count metric: feed event timestamps, tested through the "
                             "waits between events")
-        create.add_argument("--method", choices=["dkw", "signs"], default="dkw",
-                            help="the test that decides: dkw (distribution functions, "
-                            "default) or signs (sign test on pairs: faster on shifts, reject "
-                            "only)")
+        create.add_argument("--method", choices=["ranks", "dkw", "signs"], default=None,
+                            help="the test that decides: ranks (rank betting test: the "
+                            "fastest on shifts, reject only; the default), dkw (distribution "
+                            "functions; the default with --tau or --quantiles) or signs (sign "
+                            "test on pairs, reject only)")
         create.add_argument("--metric", default="", help="metric name, e.g. PlayDelay")
         create.add_argument("--unit", default="", help="unit, e.g. ms")
         create.add_argument("--quantile", type=float, default=0.95,
