@@ -84,7 +84,10 @@ def test_batches_through_the_api(api: Client, post: Any) -> None:
     status = api.get(f"/api/canaries/{cid}?change=5").json()
     assert status["decision"] == "reject"
     assert status["headline"] == "regression"
-    assert status["words"][0].startswith("B's values are larger than A's in part of the")
+    # the default test: the rank betting test (no tau)
+    assert status["method"] == "ranks"
+    assert status["method_text"].startswith("rank betting test")
+    assert status["words"][0].startswith("B's values are larger than A's: a B value exceeds")
     assert status["words"][1].startswith("the median rose by at least ")
     assert status["words"][1].endswith(" ms")
     assert status["narrow_enough"] is not None

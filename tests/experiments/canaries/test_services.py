@@ -20,6 +20,7 @@ from deviations.experiments.canaries.models import (
     CanaryPoint,
     CanaryState,
 )
+from deviations.stats.betting import RankBettingTest
 from deviations.stats.resolution import grid_up, to_grid
 from deviations.stats.sequential import SequentialTest, inter_arrival_times
 from deviations.stats.signs import SequentialSignTest
@@ -28,7 +29,22 @@ pytestmark = pytest.mark.django_db
 
 
 def _canary(**kw: Any) -> Canary:
+    """A canary; seed 000's DKW test unless the test names another method (the tests of
+    the distribution-function test's state were written for it)."""
+    kw.setdefault("method", Canary.DKW)
     return services.create_canary(kw.pop("name", "play"), bad=kw.pop("bad", "higher"), **kw)
+
+
+def test_default_method() -> None:
+    """The rank betting test, unless tau or quantiles need the DKW test's data."""
+    assert services.create_canary("r", bad="higher").method == Canary.RANKS
+    assert services.create_canary("t", bad="higher", tau=0.1).method == Canary.DKW
+    assert services.create_canary("q", bad="higher", quantiles=[0.5]).method == Canary.DKW
+    assert services.create_canary("d", bad="higher", method="dkw").method == Canary.DKW
+    with pytest.raises(UserError, match="tau"):
+        services.create_canary("x", bad="higher", method="ranks", tau=0.1)
+    with pytest.raises(UserError, match="method"):
+        services.create_canary("x", bad="higher", method="mean")
 
 
 def _state(canary: Canary) -> CanaryState:
@@ -213,12 +229,12 @@ def test_tolerance_accepts_no_difference(committed: Any) -> None:
     assert (st.decision, st.headline) == ("accept", "no_difference")
 
 
-def test_sign_test_method_decides_sooner_on_a_shift(committed: Any) -> None:
+def test_sign_and_rank_methods_decide_sooner_on_a_shift(committed: Any) -> None:
     """The same Gamma(10, 10) against Gamma(10, 11) batches to a canary of each method."""
     rng = np.random.default_rng(15)
     a, b = rng.gamma(10, 10, 5000), rng.gamma(10, 11, 5000)
     decided = {}
-    for method in ("dkw", "signs"):
+    for method in ("dkw", "signs", "ranks"):
         canary = _canary(name=method, method=method)
         for i in range(50):
             part = slice(i * 100, (i + 1) * 100)
@@ -232,7 +248,30 @@ def test_sign_test_method_decides_sooner_on_a_shift(committed: Any) -> None:
         points = list(CanaryPoint.objects.filter(canary=canary).values_list(
             "p_value", flat=True))
         assert points == sorted(points, reverse=True)  # running minimum
-    assert decided["signs"] < decided["dkw"]
+    assert decided["ranks"] <= decided["signs"] < decided["dkw"]
+    ranks = Canary.objects.get(name="ranks")
+    view = selectors.canary_view(ranks)
+    assert view["words"][0].startswith("B's values are larger than A's: a B value exceeds "
+                                       "an A value with probability 0.")
+    assert "rank betting test" in view["words"][0]
+    assert view["method_text"].startswith("rank betting test")
+    # a cold worker rebuilds the rank test from its stored wealth and the DKW test's data,
+    # and continues as the warm one would have
+    services.continue_canary(ranks)
+    warm = state._cache[ranks.pk][2]
+    assert warm is not None
+    warm_state = warm.to_state()
+    state.forget_cache()
+    more_a, more_b = rng.gamma(10, 10, 30), rng.gamma(10, 11, 20)
+    committed(services.receive_batch, ranks.pk, "more-a", "A", more_a.tolist())
+    committed(services.receive_batch, ranks.pk, "more-b", "B", more_b.tolist())
+    rebuilt = state._cache[ranks.pk][2]
+    assert rebuilt is not None
+    reference = RankBettingTest.from_state(warm_state)
+    reference.update(to_grid(more_a, ranks.resolution), [])
+    reference.update([], to_grid(more_b, ranks.resolution))
+    assert rebuilt.to_state() == reference.to_state()
+    assert _state(ranks).summary["ranks"] == reference.to_state(data=False)
     view = selectors.canary_view(Canary.objects.get(name="signs"))
     assert view["words"][0].startswith("B's values are larger than A's in ")
     assert "sign test" in view["words"][0]
