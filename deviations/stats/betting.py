@@ -213,9 +213,16 @@ def rank_effect(a: ArmCounts, b: ArmCounts) -> float:
     """``P(B > A) + P(B = A)/2`` estimated from all pairs (Mann–Whitney's U / (n_a n_b))."""
     if not (a.n and b.n):
         return 0.5
+    return _twice_u(a, b) / (2.0 * a.n * b.n)
+
+
+def _twice_u(a: ArmCounts, b: ArmCounts) -> int:
+    """``2 U = sum over pairs of 2 1{b > a} + 1{b = a}``, exact in integers."""
+    if not (a.n and b.n):
+        return 0
     less = a.below(b.values, "left")
-    at = a.below(b.values, "right") - less
-    return float(np.sum(b.counts() * (less + 0.5 * at)) / (a.n * b.n))
+    at_or_below = a.below(b.values, "right")
+    return int(np.sum(b.counts() * (less + at_or_below)))
 
 
 @dataclass(frozen=True)
@@ -238,8 +245,8 @@ class RankBettingResult:
         The positive bets hold more wealth than the negative ones (at the decision, once
         rejected: the direction decided).
     effect : float
-        ``P(B > A) + P(B = A)/2`` estimated from every pair of observations received
-        (Mann–Whitney's U/(n_a n_b)).
+        ``P(B > A) + P(B = A)/2`` estimated from every pair of scored observations
+        (Mann–Whitney's U/(n_a n_b); values waiting for a partner are not in it yet).
     """
 
     n_a: int
@@ -296,6 +303,7 @@ class RankBettingTest:
         self._decision: Decision = "continue"
         self._decided_at: tuple[int, int] | None = None
         self._b_larger = False
+        self._twice_u = 0  # Mann–Whitney's 2U over the scored pairs, kept up to date
 
     @property
     def n_a(self) -> int:
@@ -334,6 +342,15 @@ class RankBettingTest:
             per_bet, mixture = log_wealth(x, self.lambdas, self._log_bets)
             self._log_bets = per_bet[:, -1].copy()
             self._log_max = max(self._log_max, float(mixture.max()))
+            # 2U gains the pairs with a new value: new B with old A, new A with old B, new
+            # with new (O(m log U), not a pass over the held values).
+            old_b = self._b.n
+            new_a = ArmCounts.from_counts(*np.unique(take_a, return_counts=True))
+            self._twice_u += int(
+                np.sum(_below(self._a, take_b, "left") + _below(self._a, take_b, "right"))
+                + np.sum(2 * old_b - _below(self._b, take_a, "left")
+                         - _below(self._b, take_a, "right"))
+                + np.sum(new_a.below(take_b, "left") + new_a.below(take_b, "right")))
             self._a = self._a.merged(take_a)
             self._b = self._b.merged(take_b)
         if self._decision == "continue":
@@ -361,7 +378,8 @@ class RankBettingTest:
         return RankBettingResult(
             n_a=self.n_a, n_b=self.n_b, log_wealth=now, p_value=self.p_value,
             decision=self._decision, decided_at=self._decided_at, b_larger=self._b_larger,
-            effect=rank_effect(self._a.merged(self._wait_a), self._b.merged(self._wait_b)),
+            effect=(self._twice_u / (2.0 * self._a.n * self._b.n) if self._a.n and self._b.n
+                    else 0.5),
         )
 
     def to_state(self, *, data: bool = True) -> dict[str, Any]:
@@ -425,6 +443,7 @@ class RankBettingTest:
                              "covering the waiting values")
         test._a = ArmCounts.from_counts(support, counts[0])
         test._b = ArmCounts.from_counts(support, counts[1])
+        test._twice_u = _twice_u(test._a, test._b)
         if test._log_max < 0.0 or test._log_max < float(_log_mean_exp(log_bets)) - 1e-9:
             raise ValueError("log_max: below the wealth now")
         return test
