@@ -35,7 +35,7 @@ def _settled(canary_id: int, timeout: float = 120) -> CanaryState:
 def _replay(api: Client, rng: np.random.Generator, scale_b: float) -> tuple[int, int]:
     """One stream: batches of both arms until the canary refuses (decided) or PAIRS;
     returns the canary and the number of pairs of batches taken."""
-    made = api.post("/api/canaries", {"name": "appendix-e", "bad": "higher"},
+    made = api.post("/api/canaries", {"name": "appendix-e", "bad": "higher", "method": "dkw"},
                     content_type="application/json").json()
     url = f"/api/canaries/{made['id']}/observations"
     a = rng.gamma(10, 10, PAIRS)
