@@ -42,8 +42,8 @@ has variance ``(1/n_a + 1/n_b)/12`` under the null). The best fixed bet ``lambda
 (theta - 1/2)`` grows ``log W`` by about ``3 (theta - 1/2)^2 / 2`` per observation, so the
 test stops after about ``2 (log(1/alpha) + log 2J) / (3 (theta - 1/2)^2)`` observations in
 all, where a fixed-n Mann–Whitney at 90 % power needs ``(z_{alpha/2} + z_0.1)^2 / (3 (theta
-- 1/2)^2)``: about 1.2 times more at alpha = 0.05 and J = 12, before the random walk's
-spread (measured: docs/statistics.md, "Canaries: the rank betting test").
+- 1/2)^2)``: the first is about 1.2 times the second at alpha = 0.05 and J = 12, before the
+random walk's spread (measured: docs/statistics.md, "Canaries: the rank betting test").
 
 **Direction.** With ``W+`` and ``W-`` the mixtures over the positive and the negative bets
 (``W = (W+ + W-)/2``), the test says "B larger" when it rejects with ``W+ >= W-``, which
@@ -71,7 +71,7 @@ References: V. Vovk, A. Gammerman, G. Shafer (2005), ch. 7–8; V. Vovk (2021), 
 36(4); I. Waudby-Smith, A. Ramdas (2024), JRSS-B 86(1); A. Ramdas, P. Grünwald, V. Vovk,
 G. Shafer (2023), Stat. Sci. 38(4); J. Ville (1939).
 
-Only numpy and scipy are imported here.
+Only numpy is imported here (and this package's ``quantiles.ArmCounts``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ Both tests are fed the same observations, per arm ``N_PER_ARM`` in batches of ``
 update of each so that load on the shared machine hits both alike; prints the seconds of
 each, their ratio, and the milliseconds of one of the last looks of each. A canary with
 ``method="ranks"`` runs both (the DKW test draws the bands), so its cost per look is the
-sum. Run with ``python -m tests.benchmarks.stats_betting [--n 1000000] [--batch 1000]``.
+sum. Run with ``python -m tests.benchmarks.stats_betting [--n 1000000] [--batch 1000]
+[--resolution 1e-4]``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 import numpy as np
 
 from deviations.stats.betting import RankBettingTest
+from deviations.stats.resolution import to_grid
 from deviations.stats.sequential import SequentialTest
 
 N_PER_ARM = 1_000_000
@@ -24,10 +26,13 @@ BATCH = 1_000
 SEED = 2022
 
 
-def measure(n_per_arm: int = N_PER_ARM, batch: int = BATCH) -> dict[str, float]:
-    """Seconds of all looks of each test and milliseconds of the last tenth's mean look."""
+def measure(n_per_arm: int = N_PER_ARM, batch: int = BATCH,
+            resolution: float = 0.0) -> dict[str, float]:
+    """Seconds of all looks of each test and milliseconds of the last tenth's mean look;
+    ``resolution`` > 0 puts the values on a canary's grid first (``stats.resolution``)."""
     rng = np.random.default_rng(SEED)
     a, b = rng.gamma(10.0, 0.1, n_per_arm), rng.gamma(10.0, 1 / 10.2, n_per_arm)
+    a, b = to_grid(a, resolution), to_grid(b, resolution)
     ranks, dkw = RankBettingTest(), SequentialTest("equal")
     spent = {"ranks": 0.0, "dkw": 0.0}
     last = {"ranks": 0.0, "dkw": 0.0}
@@ -53,10 +58,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=N_PER_ARM)
     parser.add_argument("--batch", type=int, default=BATCH)
+    parser.add_argument("--resolution", type=float, default=0.0,
+                        help="a canary's relative grid (default 0: exact values)")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f}")
-    figures = measure(args.n, args.batch)
-    print(f"{args.n:,} per arm in looks of {args.batch:,} + {args.batch:,}")
+    figures = measure(args.n, args.batch, args.resolution)
+    print(f"{args.n:,} per arm in looks of {args.batch:,} + {args.batch:,}, resolution "
+          f"{args.resolution:g}")
     for key, value in figures.items():
         print(f"{key}: {value:.3f}")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
