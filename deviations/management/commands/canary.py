@@ -25,7 +25,7 @@ from deviations.management import base
 from ingest.services import parse_observations
 
 _STATUS_FIELDS = (
-    "id", "name", "method", "quantiles", "quantile_verdicts", "decision", "headline",
+    "id", "name", "method", "method_text", "quantiles", "quantile_verdicts", "decision", "headline",
     "p_value", "n_a", "n_b", "decided_n_a",
     "decided_n_b", "statistic", "alpha", "tau", "resolution", "words", "batches_received",
     "batches_applied", "accepting", "samples_bound", "samples_bound_more", "change",
@@ -174,6 +174,7 @@ class Command(base.Command):
             f"(decision {view['decision']}, p-value {view['p_value_text']}, "
             f"n A {view['n_a']}, n B {view['n_b']})"
         )
+        self.stdout.write(f"  test: {view['method_text']}")
         for words in view["words"]:
             self.stdout.write(f"  {words}")
         if view["batches_applied"] < view["batches_received"]:

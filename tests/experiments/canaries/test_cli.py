@@ -63,6 +63,13 @@ def test_feed_stops_at_the_decision_and_is_idempotent(tmp_path: Path) -> None:
     assert (status["decided_n_a"], status["decided_n_b"]) == (status["n_a"], status["n_b"])
     assert status["n_a"] < 3000
     assert status["p_value"] <= 0.05
+    # the default test, named by the status and its words
+    assert status["method"] == "ranks"
+    text = run("status", cid)
+    assert "  test: rank betting test" in text
+    assert "a B value exceeds an A value with probability" in text
+    dkw = run("create", "seed-000", "--bad", "higher", "--method", "dkw").splitlines()[-1]
+    assert json.loads(run("status", dkw, "--format", "json"))["method"] == "dkw"
     batches = CanaryBatch.objects.count()
     again = run("feed", cid, str(path), "--format", "json")
     assert json.loads(again)["batches"] == 0
