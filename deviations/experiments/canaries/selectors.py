@@ -88,7 +88,7 @@ def quantile_words(canary: Canary, rows: list[dict[str, Any]]) -> list[str]:
 def method_text(canary: Canary) -> str:
     """Which test decides the canary, in words (the page's "Test" row)."""
     if canary.quantiles:
-        labels = ", ".join(percentile_label(q) for q in canary.quantiles)
+        labels = ", ".join(f"p{100 * q:g}" for q in canary.quantiles)
         return (f"quantiles {labels}: an anytime-valid decision each (Bonferroni over "
                 "them); the first to decide decides the canary")
     return str(canary.get_method_display())

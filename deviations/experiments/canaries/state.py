@@ -269,19 +269,19 @@ def apply_pending(canary_id: int) -> Applied:
         if cached is not None and cached[0] == state.applied_seq:
             # Nobody else wrote since (applied_seq moves with every write): neither the
             # test nor the checkpoint changed.
-            _, test, signs, held, qtest = cached
+            _, test, other, held, qtest = cached
         else:
             test = _restore(canary, state)
             checkpoint = CanaryCheckpoint.objects.filter(canary_id=canary_id).values_list(
                 "n_a", "n_b").first()
             held = sum(checkpoint) if checkpoint else 0
-            signs: Other | None = None
+            other: Other | None = None
             if canary.method == Canary.SIGNS:
-                signs = (SequentialSignTest.from_state(state.summary["signs"])
+                other = (SequentialSignTest.from_state(state.summary["signs"])
                          if "signs" in state.summary
                          else SequentialSignTest(canary.alpha, seed=canary.pk))
             elif canary.method == Canary.RANKS:
-                signs = _rank_test(canary, state, test)
+                other = _rank_test(canary, state, test)
             qtest = _quantile_test(canary, state, test) if canary.quantiles else None
         applied = last - state.applied_seq
         dkw_before = test.decision
@@ -297,16 +297,16 @@ def apply_pending(canary_id: int) -> Applied:
             decided_at = None if first is None else first.decided_at
             p_value = p_now = min(min(v.p_above, v.p_below) for v in q_result.verdicts)
             b_larger = first is not None and first.decision == "b_above"
-        elif signs is None:  # the distribution-function test decides
+        elif other is None:  # the distribution-function test decides
             before, decision = dkw_before, result.decision
             p_value, p_now, decided_at = result.p_value, result.p_value_now, result.decided_at
             b_larger = -test.inf_difference >= test.sup_difference
         else:  # the sign or rank test decides; the bands still come from the DKW test
-            before = signs.decision
-            sign_result = signs.update(a, b)
-            decision, decided_at = sign_result.decision, sign_result.decided_at
-            p_value = p_now = sign_result.p_value
-            b_larger = sign_result.b_larger
+            before = other.decision
+            other_result = other.update(a, b)
+            decision, decided_at = other_result.decision, other_result.decided_at
+            p_value = p_now = other_result.p_value
+            b_larger = other_result.b_larger
         state.applied_seq = last
         state.n_a, state.n_b = result.n_a, result.n_b
         state.statistic = result.statistic
@@ -319,11 +319,11 @@ def apply_pending(canary_id: int) -> Applied:
             state.decided_n_a, state.decided_n_b = decided_at
             state.decided_at = timezone.now()
         state.summary = {**summarise(canary, test), "dkw": own}
-        if isinstance(signs, SequentialSignTest):
-            state.summary["signs"] = signs.to_state()
-        elif signs is not None:
-            state.summary["ranks"] = signs.to_state(data=False)
-            state.summary["rank_effect"] = signs.result().effect
+        if isinstance(other, SequentialSignTest):
+            state.summary["signs"] = other.to_state()
+        elif other is not None:
+            state.summary["ranks"] = other.to_state(data=False)
+            state.summary["rank_effect"] = other.result().effect
         if qtest is not None:
             state.summary["quantiles"] = summarise_quantiles(qtest, canary.resolution)
         state.save()
@@ -339,7 +339,7 @@ def apply_pending(canary_id: int) -> Applied:
             held = result.n_a + result.n_b
 
         def remember() -> None:
-            _cache[canary_id] = (last, test, signs, held, qtest)
+            _cache[canary_id] = (last, test, other, held, qtest)
             while len(_cache) > CACHE_SIZE:
                 _cache.popitem(last=False)
 

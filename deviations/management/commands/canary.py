@@ -174,9 +174,9 @@ class Command(base.Command):
             f"(decision {view['decision']}, p-value {view['p_value_text']}, "
             f"n A {view['n_a']}, n B {view['n_b']})"
         )
-        self.stdout.write(f"  test: {view['method_text']}")
         for words in view["words"]:
             self.stdout.write(f"  {words}")
+        self.stdout.write(f"  test: {view['method_text']}")
         if view["batches_applied"] < view["batches_received"]:
             self.stdout.write(f"  {view['batches_received'] - view['batches_applied']} "
                               "batch(es) received and not yet applied (the worker is on it)")
