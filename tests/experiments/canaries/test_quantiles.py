@@ -117,6 +117,7 @@ def test_cli_creates_and_reports_a_quantile_decision(tmp_path: Path) -> None:
     text = run("status", canary_id)
     assert "regression" in text.splitlines()[0]
     assert " fell: B's p" in text.splitlines()[1]
+    assert "  test: quantiles p50, p90, p99: an anytime-valid decision each" in text
     assert "below A's with 95% anytime-valid confidence after" in text
     as_json = json.loads(run("status", canary_id, "--format", "json"))
     decided = [v for v in as_json["quantile_verdicts"] if v["decision"] != "continue"]
