@@ -76,29 +76,42 @@ def stopping_ns(rng: np.random.Generator, draw_a: Sampler, draw_b: Sampler, stre
                 max_n: int, *, alpha: float = ALPHA, step: int = STEP) -> np.ndarray:
     """Observations per arm at the first look (every ``step`` per arm) at which the rank
     betting test rejected, per stream (``inf``: not by ``max_n``)."""
-    lambdas = bets()
-    level = math.log(1.0 / alpha)
     out = np.full(streams, np.inf)
-    labels = np.tile([-1.0, 1.0], max_n)
-    t = np.arange(1, 2 * max_n + 1)
     for first in range(0, streams, CHUNK):
         rows = min(CHUNK, streams - first)
         z = np.empty((rows, 2 * max_n))
         z[:, 0::2] = draw_a(rng, rows * max_n).reshape(rows, max_n)
         z[:, 1::2] = draw_b(rng, rows * max_n).reshape(rows, max_n)
-        # Integer keys with the same order and ties as the values.
-        keys = np.argsort(np.argsort(z, axis=1, kind="stable"), axis=1)
-        ties = np.take_along_axis(z, np.argsort(z, axis=1, kind="stable"), axis=1)
-        dense = np.cumsum(np.diff(ties, axis=1, prepend=-np.inf) > 0, axis=1)
-        keys = np.take_along_axis(dense, keys, axis=1)
-        below, equal = earlier_counts(keys)
-        x = scores(below, equal, t, labels, rng.random(z.shape))
-        for row in range(rows):
-            _, mixture = log_wealth(x[row], lambdas)
-            looks = np.maximum.accumulate(mixture)[2 * step - 1::2 * step]
-            hit = np.flatnonzero(looks >= level)
-            if hit.size:
-                out[first + row] = (hit[0] + 1) * step
+        out[first:first + rows] = first_rejections(z, rng.random(z.shape), alpha=alpha,
+                                                   step=step)
+    return out
+
+
+def first_rejections(z: np.ndarray, v: np.ndarray, *, alpha: float = ALPHA,
+                     step: int = STEP) -> np.ndarray:
+    """Per row of scored sequences ``z`` (A, B, A, B, ...) with smoothing draws ``v``: the
+    observations per arm at the first look (every ``step`` pairs) whose running maximum of
+    the mixture reached ``1/alpha`` (``inf``: none)."""
+    rows, length = z.shape
+    lambdas = bets()
+    level = math.log(1.0 / alpha)
+    labels = np.tile([-1.0, 1.0], length // 2)
+    t = np.arange(1, length + 1)
+    # Integer keys with the same order and ties as the values.
+    order = np.argsort(z, axis=1, kind="stable")
+    ties = np.take_along_axis(z, order, axis=1)
+    dense = np.cumsum(np.diff(ties, axis=1, prepend=-np.inf) > 0, axis=1)
+    keys = np.empty_like(dense)
+    np.put_along_axis(keys, order, dense, axis=1)
+    below, equal = earlier_counts(keys)
+    x = scores(below, equal, t, labels, v)
+    out = np.full(rows, np.inf)
+    for row in range(rows):
+        _, mixture = log_wealth(x[row], lambdas)
+        looks = np.maximum.accumulate(mixture)[2 * step - 1::2 * step]
+        hit = np.flatnonzero(looks >= level)
+        if hit.size:
+            out[row] = (hit[0] + 1) * step
     return out
 
 
