@@ -47,14 +47,18 @@ random walk's spread (measured: docs/statistics.md, "Canaries: the rank betting 
 
 **Direction.** With ``W+`` and ``W-`` the mixtures over the positive and the negative bets
 (``W = (W+ + W-)/2``), the test says "B larger" when it rejects with ``W+ >= W-``, which
-implies ``W+ >= 1/alpha``. That statement keeps error <= alpha under the whole composite
-null "B is stochastically at most A" (not only ``A =d B``): couple each B observation with
-``b' = F_A^{-1}(F_B(b)) >= b`` (distributed as A). Raising a B value raises the ranks of
-the later B observations' comparisons with it and lowers the ranks of later A
-observations, so every score ``x_t`` is at least as large in the coupled sequence (a null
-``A =d B`` sequence) as in the real one; ``W+`` is non-decreasing in each ``x_t`` (fixed
-positive bets), so ``sup W+`` real ``<= sup W+`` coupled, whose probability of reaching
-``1/alpha`` is at most alpha (2). "B smaller" likewise.
+implies ``W+ >= 1/alpha``. For continuous distributions that statement keeps error <= alpha
+under the whole composite null "B is stochastically at most A" (not only ``A =d B``):
+couple each B observation with ``b' = F_A^{-1}(F_B(b)) >= b`` (distributed as A; the map
+keeps the B values' order strictly, almost surely). Comparisons within an arm are
+unchanged and every B value moves up against every A value (it ranks higher against
+earlier A's, later A's rank lower against it), so every score ``x_t`` is at least as large
+in the coupled sequence (a null ``A =d B`` sequence) as in the real one; ``W+`` is
+non-decreasing in each ``x_t`` (fixed positive bets), so ``sup W+`` real ``<= sup W+``
+coupled, whose probability of reaching ``1/alpha`` is at most alpha (2). "B smaller"
+likewise. With ties (atoms, a canary's grid) the map can tie B values that were ordered,
+which this argument does not cover: the rejection of ``A =d B`` stays exact, the side is
+the one the wealth favours.
 
 **What it tests.** Like the sign test (``signs.py``) it has power against changes of
 ``theta`` (shifts, scalings of the whole distribution) and none against changes keeping
