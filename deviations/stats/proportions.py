@@ -473,7 +473,10 @@ def detect_count_changes(
         current = present & (idx[None, :] >= seg_start[:, None])
         older = present & ~current
         m, ss, cnt, inv_r, _ = _trimmed(Pw, Iw, current, 3.0)
-        m_o, ss_o, cnt_o, inv_o, _ = _trimmed(Pw, Iw, older, 3.0)
+        if older.any():  # a change reported inside the noise window: the older level
+            m_o, ss_o, cnt_o, inv_o, _ = _trimmed(Pw, Iw, older, 3.0)
+        else:
+            m_o, ss_o, cnt_o, inv_o = np.full_like(m, np.nan), 0 * ss, 0 * cnt, 0 * inv_r
         with np.errstate(invalid="ignore", divide="ignore"):
             levels = (cnt > 0).astype(np.float64) + (cnt_o > 0)
             tot = cnt + cnt_o
