@@ -84,10 +84,11 @@ class CountChange:
     """One reported change of a probe's counts.
 
     ``bucket`` is the bucket whose share moved most significantly (-1 for a volume change);
-    ``before``/``after`` its share (the median over the past builds, the mean over the
-    build and its confirming builds) with ``diff_lo``/``diff_hi`` the 95 % interval of
-    ``after - before``; ``clients_before``/``clients_after`` the median clients of the past
-    builds and the geometric mean over the build and its confirming builds.
+    ``before``/``after`` its share (the trimmed mean over the baseline builds, the mean over
+    the build and its confirming builds without the most-moved one) with
+    ``diff_lo``/``diff_hi`` the 95 % interval of ``after - before``;
+    ``clients_before``/``clients_after`` the median clients of the past builds and the
+    geometric mean over the build and its confirming builds.
     """
 
     index: tuple[int, ...]
@@ -115,8 +116,9 @@ class CountScan:
         volume change has reason ``"change"`` too.
     bucket : the deciding bucket (largest :math:`|z|` among the buckets that pass every
         condition, else among all), -1 where undefined.
-    z : its z statistic (pooled over the build and its confirming builds).
-    z_crit : the critical value the build was held to (Bonferroni over the buckets).
+    z : its z statistic (the build and its confirming builds, the most-moved one left out).
+    z_crit : the critical value its bucket was held to (Student's t with Satterthwaite's
+        degrees of freedom, Bonferroni over the buckets).
     before, after, diff_lo, diff_hi : its shares and the 95 % interval of the difference.
     clients_before, clients_after : median past clients; geometric mean over the window.
     volume_z : log-ratio of the clients to the past median over the probe's noise.
