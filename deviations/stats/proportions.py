@@ -348,7 +348,8 @@ def detect_count_changes(
     A **proportion change** is reported at build :math:`i` when some bucket has
 
     1. every build of :math:`A_i` usable (clients :math:`\\geq` ``min_count``);
-    2. :math:`|R_i| \\geq` ``min_past`` and at least ``min_noise`` usable builds in the
+    2. at least ``min_past`` builds of the current level kept by the trim (for some
+       bucket) and at least ``min_noise`` usable builds in the
        noise window;
     3. :math:`|z_b| > t_{\\nu_b,\\,1-\\alpha/(2M)}`, :math:`M` the buckets with mass (1 for
        a boolean probe, whose two buckets are one test): Bonferroni over the buckets;
