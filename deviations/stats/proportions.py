@@ -6,10 +6,12 @@ thousands of clients is a distance of about 0.02, under any cutoff, while the cl
 counts show it at once. This module judges such probes on their counts:
 
 * **proportion changes**: per bucket, the share of the build and of its confirming later
-  builds against the median share of the past builds, a z test whose variance holds the
-  sampling variance *and* the between-build variance estimated from the probe's own
-  history (overdispersion: builds differ for reasons beyond sampling, so a multinomial
-  test on 300,000 clients flags every build);
+  builds (pooled, the most-moved one left out so a one-build spike cannot carry it)
+  against the trimmed mean share of the past builds of the current level, a t test whose
+  variance holds the sampling variance *and* the between-build variance estimated from
+  the probe's own history, with Satterthwaite's degrees of freedom for that estimate
+  (overdispersion: builds differ for reasons beyond sampling, so a multinomial test on
+  300,000 clients flags every build);
 * **volume changes**: the number of clients (or samples) reporting jumps while the shares
   stay: reported as their own kind.
 
@@ -24,6 +26,9 @@ DerSimonian, R., Laird, N. (1986). Meta-analysis in clinical trials. Controlled 
 McCullagh, P., Nelder, J. A. (1989). Generalized Linear Models, 2nd ed., ch. 4.5
     (overdispersed binomial data: Var = pi(1 - pi)/n + tau^2 for clustered counts,
     equivalently a beta-binomial / Dirichlet-multinomial with intra-class correlation).
+Satterthwaite, F. E. (1946). An approximate distribution of estimates of variance
+    components. Biometrics Bulletin 2(6), 110-114 (degrees of freedom of a sum of
+    variance estimates).
 Hampel, F. R. (1974). The influence curve and its role in robust estimation. JASA 69
     (median absolute deviation, 1.4826 for a normal sd).
 Vitillo, R. (2014). Regression detection for Telemetry histograms (seed 001): the
@@ -79,10 +84,11 @@ class CountChange:
     """One reported change of a probe's counts.
 
     ``bucket`` is the bucket whose share moved most significantly (-1 for a volume change);
-    ``before``/``after`` its share (the median over the past builds, the mean over the
-    build and its confirming builds) with ``diff_lo``/``diff_hi`` the 95 % interval of
-    ``after - before``; ``clients_before``/``clients_after`` the median clients of the past
-    builds and the geometric mean over the build and its confirming builds.
+    ``before``/``after`` its share (the trimmed mean over the baseline builds, the mean over
+    the build and its confirming builds without the most-moved one) with
+    ``diff_lo``/``diff_hi`` the 95 % interval of ``after - before``;
+    ``clients_before``/``clients_after`` the median clients of the past builds and the
+    geometric mean over the build and its confirming builds.
     """
 
     index: tuple[int, ...]
@@ -110,8 +116,9 @@ class CountScan:
         volume change has reason ``"change"`` too.
     bucket : the deciding bucket (largest :math:`|z|` among the buckets that pass every
         condition, else among all), -1 where undefined.
-    z : its z statistic (pooled over the build and its confirming builds).
-    z_crit : the critical value the build was held to (Bonferroni over the buckets).
+    z : its z statistic (the build and its confirming builds, the most-moved one left out).
+    z_crit : the critical value its bucket was held to (Student's t with Satterthwaite's
+        degrees of freedom, Bonferroni over the buckets).
     before, after, diff_lo, diff_hi : its shares and the 95 % interval of the difference.
     clients_before, clients_after : median past clients; geometric mean over the window.
     volume_z : log-ratio of the clients to the past median over the probe's noise.
@@ -240,57 +247,130 @@ def between_build_variance(
     return np.asarray(tau2, dtype=np.float64), np.asarray(count, dtype=np.int64)
 
 
+def _run_factor(k: int, rho: float) -> float:
+    """:math:`\\mathrm{Var}(\\bar u)/\\tau^2` for the mean of ``k`` consecutive build effects
+    of an AR(1) process with lag-1 correlation ``rho``:
+    :math:`(k + 2\\sum_{d=1}^{k-1}(k-d)\\rho^d)/k^2`."""
+    d = np.arange(1, k)
+    return float((k + 2.0 * np.sum((k - d) * rho**d)) / k**2)
+
+
+def _trimmed(
+    p: FloatArray, inv_n: FloatArray, mask: BoolArray, trim: float
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, BoolArray]:
+    """Trimmed mean of the shares ``p`` (S, W, B) over the builds in ``mask`` (S, W): the
+    builds within ``trim`` x 1.4826 MAD of their median. Returns (mean, sum of squares about
+    it, count, mean 1/n of the kept builds, kept (S, W, B))."""
+    x = np.where(mask[..., None], p, np.nan)
+    if x.shape[1] == 0:
+        nan = np.full((x.shape[0], x.shape[2]), np.nan)
+        zero = np.zeros_like(nan)
+        return nan, zero, zero, zero, np.zeros(x.shape, dtype=np.bool_)
+    med = _nanmedian(x, 1)
+    mad = _MAD_SD * _nanmedian(np.abs(x - med[:, None]), 1)
+    with np.errstate(invalid="ignore"):
+        keep = (np.abs(x - med[:, None]) <= trim * mad[:, None]) | (
+            (mad[:, None] == 0) & ~np.isnan(x)
+        )
+    keep &= ~np.isnan(x)
+    cnt = keep.sum(axis=1).astype(np.float64)
+    mean = np.where(keep, x, 0.0).sum(axis=1) / np.maximum(cnt, 1)
+    ss = np.where(keep, (x - mean[:, None]) ** 2, 0.0).sum(axis=1)
+    inv = np.where(keep, inv_n[..., None], 0.0).sum(axis=1) / np.maximum(cnt, 1)
+    mean = np.where(cnt > 0, mean, np.nan)
+    return mean, ss, cnt, inv, keep
+
+
+#: Variance of a normal truncated at +-3 sd over the untruncated (consistency of the
+#: trimmed variance).
+_TRIM3_VAR = 0.9733
+
+
 def detect_count_changes(
     counts: npt.ArrayLike,
     *,
-    alpha: float = 1e-4,
+    alpha: float = 1e-3,
     min_effect: float = 0.01,
     past_builds: int = 7,
     min_past: int = 4,
     future_builds: int = 2,
-    noise_window: int = 28,
-    min_noise: int = 14,
+    noise_window: int = 40,
+    min_noise: int = 20,
     min_count: float = 1000,
     volume_ratio: float = 2.0,
     volume_k: float = 4.0,
     consistency_alpha: float = 0.01,
+    build_correlation: float = 0.5,
 ) -> CountScan:
     """Proportion and client-volume changes of a build series, with the persistence rule.
 
-    For build :math:`i` with the usable past builds :math:`R_i` (among the
-    ``past_builds`` before it) and the window :math:`A_i = \\{i, \\dots, i+K\\}`
-    (:math:`K` = ``future_builds``), per bucket :math:`b`, with :math:`m_b` the median
-    share over :math:`R_i`, :math:`\\bar p_b` the mean share over :math:`A_i`,
-    :math:`\\hat\\tau^2_b` from :func:`between_build_variance` and
-    :math:`v_{t,b} = m_b(1-m_b)/n_t`:
+    **Level before.** For build :math:`i`, the baseline :math:`R_i` is the usable builds
+    among the ``noise_window`` before it that are not older than the last change reported
+    for the series (a reported change starts a new level). Per bucket :math:`b`,
+    :math:`m_b` is their trimmed mean share (builds beyond 3 x 1.4826 MAD of the median
+    dropped: one-build spikes of the past do not move it), and the between-build variance
+    is the trimmed variance (consistency 0.9733) minus the mean sampling variance,
+
+    .. math:: \\hat\\tau^2_b = \\max\\Big(0,\\; \\frac{SS_b}{0.9733\\,(c_b - g)} -
+              \\overline{m_b(1-m_b)/n}\\Big)
+
+    pooled over the current level and, when a change was reported inside the noise window,
+    the older one (each about its own trimmed mean; :math:`g` the number of levels), so the
+    probe's noise is measured on ``noise_window`` builds even just after a change
+    (DerSimonian & Laird 1986, random effects by moments).
+
+    **Window after, pooled and robust to one spike.** The window :math:`A_i = \\{i, \\dots,
+    i+K\\}` (:math:`K` = ``future_builds``) without its most-moved build (in the direction
+    of the window's mean move): :math:`\\bar p_b` is the mean of the other :math:`K`
+    builds. A one-build spike is therefore never what makes a window significant; a lasting
+    move is seen on every build, so leaving one out costs one build of :math:`K+1`.
+
+    **Test.** With :math:`\\rho` = ``build_correlation`` (build effects come in runs:
+    lag-1 correlation 0.43-0.67 measured on GLAM's series, AR(1) assumed),
+    :math:`g_k = (k + 2\\sum_{d<k}(k-d)\\rho^d)/k^2` the variance factor of the mean of
+    :math:`k` consecutive build effects (:func:`_run_factor`) and
+    :math:`v_{t,b} = m_b(1-m_b)/n_t`,
 
     .. math::
-        z_b = \\frac{\\bar p_b - m_b}{\\sqrt{
-              \\dfrac{\\hat\\tau^2_b + \\overline{v}_{A,b}}{|A_i|} +
-              \\dfrac{\\pi}{2}\\,\\dfrac{\\hat\\tau^2_b + \\overline{v}_{R,b}}{|R_i|}}}
+        z_b = \\frac{\\bar p_b - m_b}{\\mathrm{se}_b},\\qquad
+        \\mathrm{se}_b^2 = \\hat\\tau^2_b\\, g_{K} + \\frac{\\overline{v}_{A,b}}{K} +
+              \\hat\\tau^2_b\\, g_{|R|} + \\frac{\\overline{v}_{R,b}}{|R|},
 
-    (:math:`\\pi/2`: the asymptotic variance of a median over a mean's). A
-    **proportion change** is reported at build :math:`i` when some bucket has
+    judged against Student's t with Satterthwaite's degrees of freedom (Satterthwaite
+    1946), since :math:`\\hat\\tau^2` is estimated from a few correlated builds:
+    :math:`\\nu_b = \\mathrm{se}_b^4 / \\big((\\hat\\tau^2_b (g_K + g_{|R|}))^2/\\nu_\\tau\\big)`,
+    :math:`\\nu_\\tau = (c_b - 1)(1-\\rho^2)/(1+\\rho^2)` (the effective degrees of freedom of a
+    variance from an AR(1) series). Where sampling dominates (:math:`\\hat\\tau^2` small)
+    :math:`\\nu` is large and the critical value is the normal one; where the build effects
+    dominate (hundreds of thousands of clients) it is wider, which is where the normal
+    critical value gave most false flags.
+
+    A **proportion change** is reported at build :math:`i` when some bucket has
 
     1. every build of :math:`A_i` usable (clients :math:`\\geq` ``min_count``);
-    2. :math:`|R_i| \\geq` ``min_past`` and at least ``min_noise`` differences in the
+    2. at least ``min_past`` builds of the current level kept by the trim (for some
+       bucket) and at least ``min_noise`` usable builds in the
        noise window;
-    3. :math:`|z_b| > z_{1-\\alpha/(2M)}`, :math:`M` the buckets with mass (1 for a
-       boolean probe, whose two buckets are one test): Bonferroni over the buckets;
+    3. :math:`|z_b| > t_{\\nu_b,\\,1-\\alpha/(2M)}`, :math:`M` the buckets with mass (1 for
+       a boolean probe, whose two buckets are one test): Bonferroni over the buckets;
     4. :math:`|\\bar p_b - m_b| \\geq` ``min_effect`` (a change worth acting on);
-    5. persistence: **every** build of :math:`A_i` moved the same way by at least
-       ``min_effect`` (:math:`\\operatorname{sign}(\\hat p_{t,b} - m_b)
-       (\\hat p_{t,b} - m_b) \\geq` ``min_effect``), so a one-build spike, whose later
-       builds return to the past level, is never reported.
+    5. persistence: every build of :math:`A_i` moved the same way by at least half of
+       ``min_effect``; the window agrees on one level (:math:`\\chi^2` of homogeneity about
+       :math:`\\bar p_b` with variance :math:`\\hat\\tau^2_b + v_{t,b}` per build, :math:`K`
+       degrees of freedom, rejected at ``consistency_alpha``); and the change starts at
+       :math:`i`: build :math:`i` moved at least half as much as the mean of the later
+       builds of the window (else the window straddles a change that starts later, which
+       the next build's window reports at its own build).
 
-    The reported interval is :math:`(\\bar p_b - m_b) \\pm 1.96\\,\\mathrm{se}`, with the
-    denominator above as se: it holds the between-build variance, so it is a statement
-    about the probe's level, not about one build's clients.
+    The reported interval is :math:`(\\bar p_b - m_b) \\pm 1.96\\,\\mathrm{se}_b`: it holds
+    the between-build variance, so it is a statement about the probe's level, not about one
+    build's clients. A change is reported once: the ``past_builds`` builds after it are not
+    reported again.
 
     A **volume change** (only where no proportion change is reported) uses
-    :math:`y_t = \\ln n_t`: with :math:`y_R` the median over the past builds with data
-    and :math:`s` the 1.4826 MAD of :math:`y` over the noise window, the window's mean
-    :math:`\\bar y_A - y_R` exceeds
+    :math:`y_t = \\ln n_t`: with :math:`y_R` the median over the ``past_builds`` before
+    with data and :math:`s` the 1.4826 MAD of :math:`y` over the noise window, the window's
+    mean :math:`\\bar y_A - y_R` exceeds
     :math:`\\max(\\ln(\\text{volume\\_ratio}), \\text{volume\\_k}\\, s \\sqrt{1 + \\pi/2|R|})`
     and every build of :math:`A_i` lies beyond half of :math:`\\ln(\\text{volume\\_ratio})`
     on the same side.
@@ -300,24 +380,35 @@ def detect_count_changes(
     counts : array_like, shape (..., builds, buckets)
         Counts per build: clients per bucket (GLAM's shares times ``total_users``) or
         samples. Leading axes are independent series.
-    alpha : float, default 1e-4
-        Family-wise level over the buckets of one build (two-sided). Small because a probe
-        is tested at every build. The real GLAM series raise no alert; on the simulation in
-        ``tests/simulations/histogram_counts.py`` 0-4.4 % of stable 60-build series do
-        (docs/statistics.md, 2.6).
+    alpha : float, default 1e-3
+        Level of one build's test, over its buckets (two-sided, Bonferroni). On the
+        simulation in ``tests/simulations/histogram_counts.py`` 0-2.5 % of stable series
+        raise a flag over 60 judged builds; the real GLAM series raise none
+        (docs/statistics.md, 2.6, with the power at 3e-3 and 1e-2 beside).
     min_effect : float, default 0.01
         Smallest change of a share worth an alert: one percentage point.
-    past_builds, min_past, future_builds, min_count : int
+    past_builds : int, default 7
+        Builds after a report that are not reported again; the builds of the volume test's
+        past median.
+    min_past : int, default 4
+        Fewest builds of the current level in the baseline.
+    future_builds, min_count : int
         As in :func:`~deviations.stats.histograms.detect_changes` (Mozilla's values);
         ``min_count`` applies to the build's total (its clients).
-    noise_window, min_noise : int, default 28, 14
-        Past builds for the between-build variance and the fewest usable ones (two weeks of
-        twice-daily Nightly builds; 14 let the enumerated GLAM probe's regimes through).
+    noise_window, min_noise : int, default 40, 20
+        Builds of the baseline and of the between-build variance, and the fewest usable
+        ones (20 days of twice-daily Nightly builds; with 14 the variance of the first
+        judged builds was too uncertain and gave a third of the false flags).
     volume_ratio : float, default 2.0
         Smallest lasting factor of the clients reporting (a doubling or a halving).
     volume_k : float, default 4.0
         Robust z of the log-ratio over the probe's build-to-build spread; 3 raised an alert
         on GLAM's boolean probe (a real three-build dip to x0.43 clients).
+    consistency_alpha : float, default 0.01
+        Level of the window's homogeneity test.
+    build_correlation : float, default 0.5
+        Lag-1 correlation of the build effects (GLAM: 0.45 boolean, 0.43 and 0.67 for the
+        enumerated probe's two largest buckets).
 
     Returns
     -------
@@ -334,6 +425,8 @@ def detect_count_changes(
         raise ValueError("need noise_window >= 2 and 1 <= min_noise <= noise_window")
     if not 0 < alpha < 1 or min_effect < 0 or volume_ratio <= 1 or volume_k < 0:
         raise ValueError("need 0 < alpha < 1, min_effect >= 0, volume_ratio > 1, volume_k >= 0")
+    if not 0 <= build_correlation < 1 or not 0 < consistency_alpha < 1:
+        raise ValueError("need 0 <= build_correlation < 1 and 0 < consistency_alpha < 1")
     c = np.asarray(counts, dtype=np.float64)
     if c.ndim < 2 or c.shape[-1] == 0:
         raise ValueError("counts must have shape (..., builds, buckets)")
@@ -341,80 +434,181 @@ def detect_count_changes(
         raise ValueError("counts must be finite and non-negative")
     lead, T, B = c.shape[:-2], c.shape[-2], c.shape[-1]
     c = c.reshape((-1, T, B))  # (S, T, B)
+    S = c.shape[0]
     n = c.sum(axis=-1)
     usable = n >= max(min_count, np.finfo(np.float64).tiny)
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(usable[..., None], c / n[..., None], np.nan)
-    tau2, n_noise = between_build_variance(
-        p, np.where(usable, n, np.nan), noise_window=noise_window
+        inv_n = np.where(usable, 1.0 / n, np.nan)
+
+    N, K, L, rho = past_builds, future_builds, noise_window, build_correlation
+    # Correlation of the window's build effects, for the factor of the builds left in.
+    lags = np.abs(np.subtract.outer(np.arange(K + 1), np.arange(K + 1)))
+    corr_rows = (rho**lags).sum(axis=1)  # sum_j rho^|d-j| for the build d left out
+    corr_all = float((rho**lags).sum())
+    q_crit = special.chdtri(K, consistency_alpha) if K > 0 else np.inf
+    nu_factor = (1 - rho**2) / (1 + rho**2)
+    run_table = np.array([1.0] + [_run_factor(k, rho) for k in range(1, L + 1)])
+    n_red = K if K > 0 else 1  # builds the window's mean is over (one left out if K > 0)
+
+    fields = {
+        name: np.full((T, S), np.nan)
+        for name in ("z", "z_crit", "before", "after", "se", "diff")
+    }
+    code = np.full((T, S), _REASONS.index(REASON_NOT_PERSISTENT), dtype=np.int64)
+    best_all = np.zeros((T, S), dtype=np.int64)
+    proportion = np.zeros((T, S), dtype=np.bool_)
+    volume = np.zeros((T, S), dtype=np.bool_)
+    changed = np.zeros((T, S), dtype=np.bool_)
+    seg_start = np.zeros(S, dtype=np.int64)
+    last_report = np.full(S, -(10**9), dtype=np.int64)
+    vol_cand, volume_z, clients_before, clients_after = _volume_candidates(
+        n, N=N, K=K, noise_window=L, min_past=min_past, min_noise=min_noise,
+        volume_ratio=volume_ratio, volume_k=volume_k,
+    )
+    rows = np.arange(S)
+
+    for i in range(T):
+        lo = max(0, i - L)
+        idx = np.arange(lo, i)
+        Pw, Iw = p[:, lo:i], inv_n[:, lo:i]  # (S, W, B), (S, W)
+        present = ~np.isnan(Iw)
+        current = present & (idx[None, :] >= seg_start[:, None])
+        older = present & ~current
+        m, ss, cnt, inv_r, _ = _trimmed(Pw, Iw, current, 3.0)
+        if older.any():  # a change reported inside the noise window: the older level
+            m_o, ss_o, cnt_o, inv_o, _ = _trimmed(Pw, Iw, older, 3.0)
+        else:
+            m_o, ss_o, cnt_o, inv_o = np.full_like(m, np.nan), 0 * ss, 0 * cnt, 0 * inv_r
+        with np.errstate(invalid="ignore", divide="ignore"):
+            levels = (cnt > 0).astype(np.float64) + (cnt_o > 0)
+            tot = cnt + cnt_o
+            s2 = (ss + ss_o) / np.maximum(tot - levels, 1) / _TRIM3_VAR
+            mm = m * (1.0 - m)
+            mm_o = np.where(cnt_o > 0, m_o * (1.0 - m_o), 0.0)
+            v_noise = (mm * inv_r * cnt + mm_o * inv_o * cnt_o) / np.maximum(tot, 1)
+            tau2 = np.maximum(0.0, s2 - v_noise)
+            tau2 = np.where(np.isnan(tau2), 0.0, tau2)
+        R = np.maximum(cnt, 1)
+        g_R = run_table[R.astype(np.int64)]
+
+        hi = min(T, i + K + 1)
+        Wp = np.full((S, K + 1, B), np.nan)
+        Wi = np.full((S, K + 1), np.nan)
+        Wp[:, : hi - i] = p[:, i:hi]
+        Wi[:, : hi - i] = inv_n[:, i:hi]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            full = _nanmean(Wp, 1)
+            sgn = np.sign(full - m)
+            moved = sgn[:, None] * (Wp - m[:, None])  # (S, K+1, B)
+            if K > 0:
+                drop = np.argmax(np.where(np.isnan(moved), -np.inf, moved), axis=1)  # (S, B)
+                keep = np.ones_like(moved, dtype=np.bool_)
+                np.put_along_axis(keep, drop[:, None], False, axis=1)
+                pbar = np.where(keep, Wp, 0.0).sum(axis=1) / K
+                inv_a = np.where(keep, Wi[..., None], 0.0).sum(axis=1) / K
+                g_A = (corr_all - 2.0 * corr_rows[drop] + 1.0) / K**2
+            else:
+                pbar = Wp[:, 0]
+                inv_a = np.broadcast_to(Wi[:, :1], (S, B))
+                g_A = np.ones((S, B))
+            diff = pbar - m
+            var = tau2 * (g_A + g_R) + mm * (inv_a / n_red + inv_r / R)
+            se = np.sqrt(var)
+            z = np.where(se > 0, diff / np.where(se > 0, se, 1.0),
+                         np.where(diff == 0, 0.0, np.inf))
+            z = np.where(np.isnan(diff), 0.0, z)
+            t_part = tau2 * (g_A + g_R)
+            nu_tau = np.maximum(tot - 1, 1) * nu_factor
+            nu = np.where(t_part > 0, var**2 / np.where(t_part > 0, t_part, 1.0) ** 2 * nu_tau,
+                          1e9)
+            nu = np.clip(np.nan_to_num(nu, nan=1e9), 1.0, 1e9)
+        mass = (np.nan_to_num(m) > 0) | (np.nan_to_num(pbar) > 0)
+        M = mass.sum(axis=-1)
+        M = np.where(M <= 2, 1, M)
+        crit = np.asarray(special.stdtrit(nu, 1.0 - alpha / (2.0 * M[:, None])),
+                          dtype=np.float64)
+
+        with np.errstate(invalid="ignore", divide="ignore"):
+            significant = np.abs(z) > crit
+            large = np.abs(diff) >= min_effect
+            same_side = np.all(moved >= 0.5 * min_effect, axis=1)
+            w_var = tau2[:, None] + mm[:, None] * Wi[..., None]
+            Q = np.where(w_var > 0, (Wp - pbar[:, None]) ** 2 / w_var, 0.0).sum(axis=1)
+            rest = _nanmean(moved[:, 1:], 1) if K > 0 else np.zeros((S, B))
+            starts = ~(moved[:, 0] < 0.5 * rest) if K > 0 else np.ones((S, B), np.bool_)
+        persistent = same_side & ~(Q > q_crit) & starts
+        passes = significant & large & persistent
+
+        score = np.where(passes, np.abs(z) + 1e6, np.abs(z))
+        score = np.where(np.isnan(score), -1.0, score) + 1e-9 * np.arange(B)
+        best = np.argmax(score, axis=-1)
+
+        code_i = np.full(S, _REASONS.index(REASON_NOT_PERSISTENT))
+        code_i = np.where(np.any(passes, axis=-1), 0, code_i)
+        if hi - i == K + 1:
+            code_i = np.where(~np.all(~np.isnan(Wi), axis=1), 6, code_i)
+        else:
+            code_i[:] = 5
+        code_i = np.where(~np.any(significant & large, axis=-1), 4, code_i)
+        code_i = np.where(~np.any(significant, axis=-1), 3, code_i)
+        code_i = np.where((cnt.max(axis=-1) < min_past) | (present.sum(axis=1) < min_noise),
+                          2, code_i)
+        code_i = np.where(~usable[:, i], 1, code_i)
+        prop_i = code_i == 0
+        vol_i = vol_cand[i] & ~prop_i
+        fresh = i - last_report > N
+        report = (prop_i | vol_i) & fresh
+        code_i = np.where((prop_i | vol_i) & ~fresh, 8, code_i)
+        proportion[i] = prop_i & fresh
+        volume[i] = vol_i & fresh
+        changed[i] = report
+        last_report = np.where(report, i, last_report)
+        seg_start = np.where(proportion[i], i, seg_start)
+        code[i] = code_i
+
+        def at(x: FloatArray, b: IntArray = best) -> FloatArray:
+            return np.asarray(x[rows, b], dtype=np.float64)
+
+        best_all[i] = np.where(np.isnan(at(diff)), -1, best)
+        fields["z"][i] = at(z)
+        fields["z_crit"][i] = at(crit)
+        fields["before"][i] = at(m)
+        fields["after"][i] = at(pbar)
+        fields["se"][i] = at(se)
+        fields["diff"][i] = at(diff)
+
+    kind = np.where(proportion, "proportion", np.where(volume, "volume", ""))
+    d_b, se_b = fields["diff"], fields["se"]
+
+    def out(x: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+        return np.moveaxis(x, 0, -1).reshape(lead + (T,))
+
+    return CountScan(
+        changed=np.asarray(out(changed), dtype=np.bool_),
+        kind=np.asarray(out(kind), dtype=np.str_),
+        reason=np.asarray(out(np.array(_REASONS)[code]), dtype=np.str_),
+        bucket=np.asarray(out(best_all), dtype=np.int64),
+        z=np.asarray(out(fields["z"]), dtype=np.float64),
+        z_crit=np.asarray(out(fields["z_crit"]), dtype=np.float64),
+        before=np.asarray(out(fields["before"]), dtype=np.float64),
+        after=np.asarray(out(fields["after"]), dtype=np.float64),
+        diff_lo=np.asarray(out(d_b - _Z95 * se_b), dtype=np.float64),
+        diff_hi=np.asarray(out(d_b + _Z95 * se_b), dtype=np.float64),
+        clients_before=np.asarray(out(clients_before), dtype=np.float64),
+        clients_after=np.asarray(out(clients_after), dtype=np.float64),
+        volume_z=np.asarray(out(volume_z), dtype=np.float64),
     )
 
-    N, K = past_builds, future_builds
-    # Builds on axis 0 for the window helper: (T, S, B) -> windows (T, w, S, B).
-    pT = np.moveaxis(p, 1, 0)
-    nT = np.moveaxis(np.where(usable, n, np.nan), 1, 0)
-    past_p = _windows(pT, range(-N, 0))
-    past_n = _windows(nT, range(-N, 0))
-    win_p = _windows(pT, range(0, K + 1))
-    win_n = _windows(nT, range(0, K + 1))
-    n_past = (~np.isnan(past_n)).sum(axis=1)  # (T, S)
-    m = _nanmedian(past_p, 1)  # (T, S, B)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        pbar = _nanmean(win_p, 1)
-        tau2T = np.moveaxis(tau2, 1, 0)
-        mm = m * (1.0 - m)
-        v_past = mm * _nanmean(1.0 / past_n, 1)[..., None]
-        v_win = mm * _nanmean(1.0 / win_n, 1)[..., None]
-        R = np.maximum(n_past, 1)[..., None]
-        var = tau2T + v_win / (K + 1) + (np.pi / 2) * (tau2T + v_past) / R
-        se = np.sqrt(var)
-        diff = pbar - m
-        z = np.where(se > 0, diff / np.where(se > 0, se, 1.0), np.where(diff == 0, 0.0, np.inf))
-    z = np.where(np.isnan(diff), 0.0, z)
-    # Buckets with mass in the past or the window; two buckets are one test.
-    mass = (np.nan_to_num(m) > 0) | (np.nan_to_num(pbar) > 0)
-    M = mass.sum(axis=-1)
-    M = np.where(M <= 2, 1, M)
-    z_crit = np.asarray(special.ndtri(1.0 - alpha / (2.0 * M)), dtype=np.float64)  # (T, S)
 
-    significant = np.abs(z) > z_crit[..., None]
-    large = np.abs(diff) >= min_effect
-    moved = np.sign(diff)[:, None] * (win_p - m[:, None])  # (T, K+1, S, B)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        same_side = np.all(moved >= min_effect, axis=1)
-        # The window's builds must agree on one new level: homogeneity chi-square.
-        w_var = tau2T[:, None] + mm[:, None] * (1.0 / win_n)[..., None]
-        Q = np.where(w_var > 0, (win_p - pbar[:, None]) ** 2 / w_var, 0.0).sum(axis=1)
-    q_crit = special.chdtri(K, consistency_alpha) if K > 0 else np.inf
-    persistent = same_side & ~(Q > q_crit)
-    window_usable = np.all(~np.isnan(win_n), axis=1)  # (T, S): False past the end too
-    exists = (np.arange(T) + K < T)[:, None]
-    noise_ok = np.moveaxis(n_noise, 1, 0) >= min_noise
-
-    passes = significant & large & persistent
-    # Deciding bucket: the largest |z| among those passing, else among all.
-    score = np.where(passes, np.abs(z) + 1e6, np.abs(z))
-    score = np.where(np.isnan(score), -1.0, score)
-    # Ties (the two buckets of a boolean probe) go to the later bucket: `true`.
-    score = score + 1e-9 * np.arange(B)
-    best = np.argmax(score, axis=-1)  # (T, S)
-    pick = best[..., None]
-
-    def at(x: FloatArray) -> FloatArray:
-        return np.asarray(np.take_along_axis(x, pick, -1)[..., 0], dtype=np.float64)
-
-    usableT = usable.T
-    code = np.full((T, c.shape[0]), _REASONS.index(REASON_NOT_PERSISTENT), dtype=np.int64)
-    code = np.where(np.any(passes, axis=-1), 0, code)
-    code = np.where(~window_usable & exists, 6, code)
-    code = np.where(~exists, 5, code)
-    code = np.where(~np.any(significant & large, axis=-1), 4, code)
-    code = np.where(~np.any(significant, axis=-1), 3, code)
-    code = np.where((n_past < min_past) | ~noise_ok, 2, code)
-    code = np.where(~usableT, 1, code)
-    proportion = code == 0
-
-    # Volume: log clients against the past median, over the spread of past log clients.
+def _volume_candidates(
+    n: FloatArray, *, N: int, K: int, noise_window: int, min_past: int, min_noise: int,
+    volume_ratio: float, volume_k: float,
+) -> tuple[BoolArray, FloatArray, FloatArray, FloatArray]:
+    """Builds (T, S) where the clients moved lastingly (see :func:`detect_count_changes`),
+    with the robust z of the move and the clients before (past median) and after
+    (geometric mean over the window)."""
+    T = n.shape[1]
     with np.errstate(divide="ignore", invalid="ignore"):
         y = np.where(n > 0, np.log(n), np.nan)  # (S, T)
     yT = y.T
@@ -434,40 +628,12 @@ def detect_count_changes(
         vol_up = (mean_rel > vol_cut) & np.all(rel > half, axis=1)
         vol_down = (mean_rel < -vol_cut) & np.all(rel < -half, axis=1)
     enough_y = (R_y >= min_past) & ((~np.isnan(yW)).sum(axis=1) >= min_noise)
-    volume = (vol_up | vol_down) & enough_y & exists & ~proportion
+    exists = (np.arange(T) + K < T)[:, None]
+    cand = (vol_up | vol_down) & enough_y & exists
     with np.errstate(invalid="ignore", divide="ignore"):
         volume_z = np.where(s_y > 0, (_nanmean(win_y, 1) - y_past) / s_y, np.nan)
         clients_after = np.exp(_nanmean(win_y, 1))
     clients_before = np.exp(y_past)
-
-    # A change is reported once: the builds whose past still holds the old level (the
-    # next ``past_builds``) are not reported again.
-    changed = proportion | volume
-    for t in range(1, T):
-        changed[t] &= ~changed[max(0, t - N) : t].any(axis=0)
-    code = np.where((proportion | volume) & ~changed, 8, code)
-    proportion &= changed
-    volume &= changed
-    kind = np.where(proportion, "proportion", np.where(volume, "volume", ""))
-    best = np.where(np.isnan(at(diff)), -1, best)
-    se_b = at(se)
-    d_b = at(diff)
-
-    def out(x: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
-        return np.moveaxis(x, 0, -1).reshape(lead + (T,))
-
-    return CountScan(
-        changed=np.asarray(out(changed), dtype=np.bool_),
-        kind=np.asarray(out(kind), dtype=np.str_),
-        reason=np.asarray(out(np.array(_REASONS)[code]), dtype=np.str_),
-        bucket=np.asarray(out(best), dtype=np.int64),
-        z=np.asarray(out(at(z)), dtype=np.float64),
-        z_crit=np.asarray(out(z_crit), dtype=np.float64),
-        before=np.asarray(out(at(m)), dtype=np.float64),
-        after=np.asarray(out(at(pbar)), dtype=np.float64),
-        diff_lo=np.asarray(out(d_b - _Z95 * se_b), dtype=np.float64),
-        diff_hi=np.asarray(out(d_b + _Z95 * se_b), dtype=np.float64),
-        clients_before=np.asarray(out(clients_before), dtype=np.float64),
-        clients_after=np.asarray(out(clients_after), dtype=np.float64),
-        volume_z=np.asarray(out(volume_z), dtype=np.float64),
-    )
+    return (np.asarray(cand, dtype=np.bool_), np.asarray(volume_z, dtype=np.float64),
+            np.asarray(clients_before, dtype=np.float64),
+            np.asarray(clients_after, dtype=np.float64))

@@ -8,11 +8,13 @@ Prints markdown tables: the power of ``detect_count_changes`` (a lasting move of
 share, by move size and clients per build; a share of an enumerated probe's clients moving
 to another bucket), the false flags on stable overdispersed series (per series and per
 build) next to the adaptive shape rule's, and the real GLAM series as they are and with
-planted changes (skipped without /work/shared/data). Seeded: the output is reproducible.
+planted changes (skipped without /work/shared/data), and the level alpha against power and
+false flags. Seeded: the output is reproducible.
 docs/statistics.md ("Changes in counts") describes the design and holds the tables.
 
-The series: 60 builds; clients per build ``N`` times a log-normal factor (sd 0.3 in log,
-as GLAM's ``total_users``); the true shares wander from build to build (overdispersion):
+The series: 60 builds (stable series: 40 of history, then 60 judged); clients per build
+``N`` times a log-normal factor (sd 0.3 in log, as GLAM's ``total_users``); the true
+shares wander from build to build (overdispersion):
 a build effect ``u_t`` per bucket, AR(1) with coefficient 0.5 (runs of similar builds, as
 GLAM's regimes) and sd ``sqrt(rho * pi (1 - pi))``, rho calibrated on GLAM (boolean 6e-5:
 sd 0.3 points at a 20 % share; enumerated 3e-4), plus isolated one-build spikes (3 % of
@@ -52,18 +54,19 @@ def simulate(
     source: int = 0,
     target: int = 1,
     volume: float = 1.0,
+    builds: int = BUILDS,
 ) -> np.ndarray:
     """Counts (series, builds, buckets); from CHANGE_AT on, ``move`` of the share goes from
     bucket ``source`` to ``target`` and the clients are multiplied by ``volume``."""
     B = base.size
     sd = np.sqrt(rho * base * (1 - base))
-    e = rng.normal(size=(series, BUILDS, B)) * sd
+    e = rng.normal(size=(series, builds, B)) * sd
     u = np.empty_like(e)
     u[:, 0] = e[:, 0]
-    for t in range(1, BUILDS):  # AR(1), stationary sd = sd
+    for t in range(1, builds):  # AR(1), stationary sd = sd
         u[:, t] = 0.5 * u[:, t - 1] + np.sqrt(1 - 0.25) * e[:, t]
-    spikes = rng.random((series, BUILDS)) < SPIKE_RATE
-    size = rng.uniform(0.02, 0.04, (series, BUILDS)) * rng.choice([-1, 1], (series, BUILDS))
+    spikes = rng.random((series, builds)) < SPIKE_RATE
+    size = rng.uniform(0.02, 0.04, (series, builds)) * rng.choice([-1, 1], (series, builds))
     p = base + u
     p[..., source] += np.where(spikes, size, 0.0)
     p[..., target] -= np.where(spikes, size, 0.0)
@@ -71,7 +74,7 @@ def simulate(
     p[:, CHANGE_AT:, target] += move
     p = np.clip(p, 0.0, None)
     p /= p.sum(axis=-1, keepdims=True)
-    n = np.round(clients * np.exp(rng.normal(0, 0.3, (series, BUILDS)))).astype(np.int64)
+    n = np.round(clients * np.exp(rng.normal(0, 0.3, (series, builds)))).astype(np.int64)
     n[:, CHANGE_AT:] = np.round(n[:, CHANGE_AT:] * volume).astype(np.int64)
     return np.asarray(rng.multinomial(n, p), dtype=np.float64)
 
@@ -84,12 +87,15 @@ def found(scan: CountScan, kind: str = "proportion") -> float:
     return float(hit.any(axis=1).mean())
 
 
-def false_flags(changed: np.ndarray, planted: bool) -> tuple[float, float]:
-    """(share of series with a flag, flags per 1,000 builds) away from a planted change."""
-    away = changed.copy()
-    if planted:
-        away[:, CHANGE_AT : CHANGE_AT + 3] = False
-    return float(away.any(axis=1).mean()), 1000 * float(away.mean())
+#: Stable series: a history of HISTORY builds (the rule's noise window), then JUDGED builds
+#: on which flags are counted ("false flags per 60 builds" counts builds the rule judges).
+HISTORY, JUDGED = 40, 60
+
+
+def false_flags(changed: np.ndarray) -> tuple[float, float]:
+    """(share of series with a flag, flags per 1,000 builds) over the judged builds."""
+    judged = changed[:, HISTORY:]
+    return float(judged.any(axis=1).mean()), 1000 * float(judged.mean())
 
 
 def power_boolean(rng: np.random.Generator) -> None:
@@ -126,17 +132,19 @@ def power_enumerated(rng: np.random.Generator) -> None:
 
 
 def stable(rng: np.random.Generator) -> None:
-    print(f"Stable overdispersed series (no change; {BUILDS} builds, spikes in 3 % of builds): "
-          "series with a flag, flags per 1,000 builds\n")
+    print(f"Stable overdispersed series (no change; {HISTORY} builds of history, flags counted "
+          f"on the next {JUDGED}; spikes in 3 % of builds): series with a flag, flags per "
+          "1,000 builds\n")
     print("| probe | clients | count rule | shape rule (adaptive) |")
     print("|---|---:|---:|---:|")
     cases = [("boolean", np.array([0.8, 0.2]), RHO_BOOLEAN, 0, 1),
              ("enumerated", ENUMERATED, RHO_ENUMERATED, 4, 0)]
     for name, base, rho, s, t in cases:
         for n in (5_000, 20_000, 300_000):
-            counts = simulate(rng, base, n, rho, series=4 * REPLICATES, source=s, target=t)
-            a = false_flags(detect_count_changes(counts).changed, False)
-            b = false_flags(detect_changes_adaptive(counts).changed, False)
+            counts = simulate(rng, base, n, rho, series=4 * REPLICATES, source=s, target=t,
+                              builds=HISTORY + JUDGED + 2)
+            a = false_flags(detect_count_changes(counts).changed)
+            b = false_flags(detect_changes_adaptive(counts).changed)
             print(f"| {name} | {n:,} | {a[0]:.1%}, {a[1]:.2f} | {b[0]:.1%}, {b[1]:.2f} |")
     print()
 
@@ -202,11 +210,36 @@ def real_glam() -> None:
     print()
 
 
+def frontier(rng: np.random.Generator) -> None:
+    print("The price of power: the level alpha of one build's test against the boolean 2-point "
+          "move at 5,000 clients, the stable series' flags (60 judged builds) and GLAM\n")
+    print("| alpha | 2-point move found (5,000 clients) | stable boolean 5,000 | "
+          "stable enumerated 5,000 | GLAM alerts (boolean, enumerated) |")
+    print("|---|---:|---:|---:|---:|")
+    base = np.array([0.8, 0.2])
+    moved = simulate(rng, base, 5_000, RHO_BOOLEAN, move=0.02)
+    builds = HISTORY + JUDGED + 2
+    flat_b = simulate(rng, base, 5_000, RHO_BOOLEAN, series=2 * REPLICATES, builds=builds)
+    flat_e = simulate(rng, ENUMERATED, 5_000, RHO_ENUMERATED, series=2 * REPLICATES, source=4,
+                      target=0, builds=builds)
+    real = [glam(k) for k in ("boolean", "enumerated")]
+    for alpha in (1e-4, 1e-3, 3e-3, 1e-2):
+        power = found(detect_count_changes(moved, alpha=alpha))
+        fb = false_flags(detect_count_changes(flat_b, alpha=alpha).changed)[0]
+        fe = false_flags(detect_count_changes(flat_e, alpha=alpha).changed)[0]
+        alerts = ", ".join("-" if r is None else
+                           str(int(detect_count_changes(r, alpha=alpha).changed.sum()))
+                           for r in real)
+        print(f"| {alpha:g} | {power:.0%} | {fb:.1%} | {fe:.1%} | {alerts} |")
+    print()
+
+
 def main() -> None:
     rng = np.random.default_rng(SEED)
     power_boolean(rng)
     power_enumerated(rng)
     stable(rng)
+    frontier(rng)
     volume(rng)
     real_glam()
 

@@ -31,7 +31,9 @@ Methods (estimand in brackets; the truth of each from 4,000,000 seeded values):
 
 Prediction: at n = 30 (seed 002's run), the method's own ``more_needed`` against the
 number of further observations its stopping rule then took (streams that stopped before
-30 are left out): the median ratio predicted / needed and the share within ±25 %.
+30 are left out): the median ratio predicted / needed and the share within ±25 %. The
+guarded rows predict at ``predicted_sd`` (the guarded spread with the allowance for its
+growth); a second table compares with and without it, at n = 30 and 60.
 """
 
 from __future__ import annotations
@@ -41,7 +43,13 @@ import argparse
 import numpy as np
 
 from deviations.stats._typing import FloatArray
-from deviations.stats.paired import MIN_N, PILOT_N, scaled_halfwidth, sequence_halfwidth
+from deviations.stats.paired import (
+    MIN_N,
+    PILOT_N,
+    predicted_sd,
+    scaled_halfwidth,
+    sequence_halfwidth,
+)
 
 SCENARIOS = ("normal", "t3", "exponential", "lognormal", "spiky")
 POSITIVE = ("exponential", "lognormal", "spiky")
@@ -78,7 +86,8 @@ def prefix_sd(x: FloatArray) -> FloatArray:
     return np.asarray(np.sqrt(np.maximum(var, 0.0)), dtype=np.float64)
 
 
-def simulate(kind: str, method: str, runs: int, max_n: int, seed: int) -> dict[str, float]:
+def simulate(kind: str, method: str, runs: int, max_n: int, seed: int,
+             predict_at: int = PREDICT_AT, growth: bool = True) -> dict[str, float]:
     log = method.startswith("log")
     guarded = method.endswith("guarded")
     mu, sigma = truth(kind, log)
@@ -101,17 +110,21 @@ def simulate(kind: str, method: str, runs: int, max_n: int, seed: int) -> dict[s
     stop = np.where(ok.any(1), ok.argmax(1), max_n - 1)
     rows = np.arange(runs)
     cover = np.abs(mean[rows, stop] - mu) <= h[rows, stop]
-    # the method's own prediction at n = PREDICT_AT: the smallest total n with 2 h_n <= T
-    # at the spread seen then (h is decreasing in n at a fixed spread)
-    s_now = sd[:, PREDICT_AT - 1]
+    # the method's own prediction at n = predict_at: the smallest total n with 2 h_n <= T
+    # at the spread seen then (h is decreasing in n at a fixed spread); the guarded rule's
+    # with the allowance for the growth of its running maximum (``predicted_sd``) unless
+    # ``growth`` is False (the prediction before issue 22 part 4 was finished)
+    s_now = sd[:, predict_at - 1]
     if guarded:
+        if growth:
+            s_now = predicted_sd(s_now, predict_at)
         total = np.searchsorted(-2.0 * unit, -target / np.maximum(s_now, 1e-300)) + 1
     else:
         total = np.array([np.searchsorted(-2.0 * sequence_halfwidth(n, s), -target) + 1
                           for s in s_now])
-    predicted = np.maximum(total, MIN_N if guarded else 0) - PREDICT_AT
+    predicted = np.maximum(total, MIN_N if guarded else 0) - predict_at
     predicted = np.maximum(predicted, 0)
-    needed = stop + 1 - PREDICT_AT
+    needed = stop + 1 - predict_at
     late = needed > 0
     ratio = predicted[late] / needed[late]
     return {
@@ -146,6 +159,26 @@ def main() -> None:
         print(f"| {kind} | {method} | {r['coverage']:.3f} | {r['stop']:.0f} | "
               f"{r['censored']:.3f} | {r['predicted']:.0f} | {r['needed']:.0f} | "
               f"{r['ratio']:.2f} | {r['within']:.2f} |")
+    print("\nThe guarded rule's prediction with and without the allowance for the growth of "
+          "its running maximum (``predicted_sd``): share within ±25 % of the number then "
+          "needed, predicted at n = 30 and n = 60\n")
+    print("| scenario | method | n = 30, none | n = 30, allowance | n = 60, none | "
+          "n = 60, allowance | median ratio n = 30, allowance |")
+    print("|---|---|---|---|---|---|---|")
+    for i, kind in enumerate(SCENARIOS):
+        for j, method in enumerate(METHODS):
+            if not method.endswith("guarded") or (method.startswith("log")
+                                                  and kind not in POSITIVE):
+                continue
+            seed = 22 + 10 * i + j
+            cells, ratio = [], 0.0
+            for at in (30, 60):
+                for growth in (False, True):
+                    r = simulate(kind, method, runs, max_n, seed, predict_at=at, growth=growth)
+                    cells.append(f"{r['within']:.2f}")
+                    if at == 30 and growth:
+                        ratio = r["ratio"]
+            print(f"| {kind} | {method} | " + " | ".join(cells) + f" | {ratio:.2f} |")
 
 
 if __name__ == "__main__":

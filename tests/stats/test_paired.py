@@ -12,6 +12,7 @@ from scipy import stats
 from deviations.stats.intervals import Interval
 from deviations.stats.multiple import holm
 from deviations.stats.paired import (
+    GUARD_GROWTH,
     MIN_N,
     PILOT_N,
     AAFloor,
@@ -337,8 +338,10 @@ def test_precision_samples_needed():
     s = max(d[:k].std(ddof=1) for k in range(PILOT_N, 21))  # the guarded spread
     assert guarded_sd(d) == pytest.approx(s)
     n_total = 20 + p.more_needed
+    # predicted at the guarded spread with its growth allowance, s (1 + 0.3 / sqrt(20));
     # bisection to half a sample: the count is the smallest total, or one more
-    assert 2 * scaled_halfwidth(n_total, s) <= 0.5 < 2 * scaled_halfwidth(n_total - 2, s)
+    g = s * (1 + GUARD_GROWTH / np.sqrt(20))
+    assert 2 * scaled_halfwidth(n_total, g) <= 0.5 < 2 * scaled_halfwidth(n_total - 2, g)
     # 20 pairs are fewer than MIN_N = 30: never narrow enough yet, at least 10 more
     assert precision_paired(d, min_change=10.0).more_needed == MIN_N - 20
     assert not precision_paired(d, min_change=10.0).narrow_enough
