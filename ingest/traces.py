@@ -99,13 +99,16 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from itertools import count, repeat
 from operator import attrgetter
-from typing import Any, BinaryIO, ClassVar, Union
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, Union
 
 import msgspec
 import numpy as np
 
 from deviations.core.errors import UserError
-from ingest import perfetto, reading
+from ingest import reading
+
+if TYPE_CHECKING:
+    from ingest import perfetto
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -368,6 +371,10 @@ def _parse(
             source, name, max_bytes, TraceError)
         del streamed
         if not _is_json(data):
+            # Imported here: the Perfetto reader brings protobuf (~0.1 s of every CLI
+            # call's start-up, docs/architecture.md "Start-up"), which JSON never needs.
+            from ingest import perfetto
+
             slices = perfetto.read_events(data, name, TraceError)
             del data  # the file's bytes are not held while nesting
             return _perfetto_times(slices, thread_name, process_name, all_threads, name,
@@ -430,7 +437,11 @@ def _perfetto_times(
 ) -> FunctionTimes:
     """A Perfetto protobuf trace's slice events (``ingest.perfetto``) through the same
     nesting and timing as a JSON trace's (B, E and X events)."""
-    code = _PERFETTO_CODES[events.code]
+    from ingest import perfetto  # already loaded by the caller (see _parse)
+
+    codes = np.zeros(max(perfetto.BEGIN, perfetto.END, perfetto.COMPLETE) + 1, np.uint8)
+    codes[[perfetto.BEGIN, perfetto.END, perfetto.COMPLETE]] = (_B, _E, _X)
+    code = codes[events.code]
     counts.notes.extend(events.notes)
     return _function_times(
         events.n_events, code, events.ts_us, events.dur_us, events.name_id, events.names,
@@ -1022,9 +1033,6 @@ def _sweep_all(
 
 
 _WHITESPACE = b" \t\r\n"
-#: ingest.perfetto's event codes as phase codes.
-_PERFETTO_CODES = np.zeros(max(perfetto.BEGIN, perfetto.END, perfetto.COMPLETE) + 1, np.uint8)
-_PERFETTO_CODES[[perfetto.BEGIN, perfetto.END, perfetto.COMPLETE]] = (_B, _E, _X)
 _UTF8_BOM = b"\xef\xbb\xbf"
 #: The fast path decodes the event array in pieces of about this many bytes, each turned
 #: into numpy columns before the next is decoded: the objects of the whole file (~2x its
