@@ -63,28 +63,35 @@ Decisions
 
 Speed and memory: the trade-off
 -------------------------------
-The whole (decompressed) file is read and decoded by ``msgspec`` into a union of
-``Struct`` types tagged by ``"ph"``: B/E/X events keep only ``name``, ``pid``, ``tid``,
-``ts`` (and ``dur``), M events also ``args``, and the events of other phases nothing but
-their kind; every other key is skipped without building it. A file larger than
-``_PIECE_BYTES`` (32 MB) is decoded in pieces of its event array, each turned into numpy
-columns before the next is decoded (``_decode_in_pieces``), so the decoded objects of the
-whole file (~2x its size) never exist at once: the peak is the file plus ~0.4x, at the
-same speed. As no ``msgspec.Raw`` is kept, the input buffer is freed right after
-decoding. Traces the tagged union refuses (an unknown or missing ``"ph"``, string pids or
-tids) are decoded again, whole, by a plain ``Struct``
-(slower, ~30% more memory), which also gives the error messages. The events then become
-numpy columns (one C-level ``map`` per field) and are freed; all the nesting is vectorised
-(stable sorts, cumulative sums, ``searchsorted``, ``bincount``, no Python loop over events
-or slices); Python loops run only over metadata events, unique names, threads, and the
-threads that contain a partial overlap (rare: no real fixture has one), which are clipped
-with an explicit stack.
+A file (a path, or a seekable stream) is read in chunks, gzip inflated as it is read, and
+its event array decoded in pieces of about ``_PIECE_BYTES`` (2 MB) by ``msgspec`` into a
+union of ``Struct`` types tagged by ``"ph"``: B/E/X events keep only ``name``, ``pid``,
+``tid``, ``ts`` (and ``dur``), M events also ``args``, and the events of other phases
+nothing but their kind; every other key is skipped without building it. Each piece
+becomes numpy columns (one C-level ``map`` per field; ~29 bytes an event, about a fifth
+of its JSON) before the next is read, so neither the file nor its decoded objects exist
+whole (``_decode_stream``, ``_decode_chunks``). Smaller pieces were also faster (2 MB:
+0.69 s, 32 MB: 0.89 s to columns for 60 MB: the objects stay in the caches). What the
+pieces do not take (a file of one piece, an object whose first key is not
+``traceEvents``, an array without its closing bracket, a piece the union refuses, corrupt
+or truncated gzip, not JSON) goes the whole-file path, which reads the file again: traces
+the tagged union refuses (an unknown or missing ``"ph"``, string pids or tids) are
+decoded whole by a plain ``Struct`` (slower, ~30% more memory), which also gives every
+error message. All the nesting is vectorised (stable sorts, cumulative sums,
+``searchsorted``, ``bincount``, no Python loop over events or slices) and runs on a batch
+of whole threads at a time (``_BATCH_EVENTS``), so its arrays (~270 bytes a slice) exist
+for one batch, not for the file; the per-name sums are added with ``np.add.at`` in the
+order one ``bincount`` over every thread adds them and the edges are summed once over all
+batches, so the results are the same to the bit. Python loops run only over metadata
+events, unique names, threads, batches, and the threads that contain a partial overlap
+(rare: no real fixture has one), which are clipped with an explicit stack.
 
 Alternatives: ``json.load`` needs ~6.6x the file size and is the slowest (measured);
 ijson streaming keeps memory flat but parses at about half ``json.load``'s speed (the
 issue's figure, not pursued); a plain msgspec ``Struct`` with ``args`` as ``msgspec.Raw``
 keeps the buffer alive (measured 4.6x at the peak, over the 4x budget); the tagged union
-decodes as fast or faster and peaks at ~3x decoded whole, ~1.4x in pieces (measured).
+decodes as fast or faster and peaks at ~3x decoded whole, ~1.1-1.5x streamed in pieces
+with the nesting in batches of threads (measured).
 The measured speed and memory of each choice: docs/architecture.md, "Trace parsing".
 """
 
@@ -1035,9 +1042,10 @@ def _sweep_all(
 
 _WHITESPACE = b" \t\r\n"
 _UTF8_BOM = b"\xef\xbb\xbf"
-#: The fast path decodes the event array in pieces of about this many bytes, each turned
-#: into numpy columns before the next is decoded: the objects of the whole file (~2x its
-#: size) never exist at once, and the peak is the file plus ~0.4x (docs/architecture.md).
+#: The fast path reads and decodes the event array in pieces of about this many bytes,
+#: each turned into numpy columns before the next is read: neither the file nor its
+#: decoded objects (~2x its size) exist whole. 2 MB was faster than 4, 8 and 32 MB (the
+#: objects of a piece stay in the caches) and holds ~10 MB at a time (docs/architecture.md).
 _PIECE_BYTES = 2 << 20
 #: Attempts at a piece's end before the whole-file path takes over (a "},{" inside an
 #: event's args or a string is not an end between events: that piece fails to decode).
