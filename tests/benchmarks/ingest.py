@@ -237,6 +237,28 @@ print(done.stdout, end="")
 """
 
 
+#: _MEASURE with the command's CPU time (user + system) as a fourth figure.
+_MEASURE_CPU = _MEASURE.replace(
+    "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
+    "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+    "sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2]))",
+)
+
+
+def measure_cpu(cmd: list[str], env: dict[str, str], cwd: Path = PROJECT_ROOT
+                ) -> tuple[float, float, float, str]:
+    """(seconds, peak RSS in MB, CPU seconds, stdout) of cmd, as :func:`measure`."""
+    out = subprocess.run(
+        [sys.executable, "-c", _MEASURE_CPU, *cmd], env=env, cwd=cwd, capture_output=True,
+        text=True, check=True,
+    )
+    first, _, output = out.stdout.partition("\n")
+    code, seconds, kib, cpu = first.split()
+    if code != "0":
+        raise SystemExit(f"failed ({code}): {' '.join(cmd)}\n{output}{out.stderr}")
+    return float(seconds), int(kib) / 1024, float(cpu), output
+
+
 def measure(cmd: list[str], env: dict[str, str], cwd: Path = PROJECT_ROOT
             ) -> tuple[float, float, str]:
     """(seconds, peak RSS in MB, stdout) of cmd, run under a fresh wrapper process: the
@@ -343,7 +365,7 @@ def _measure_size(
         if options.whole_too and not tag:
             commands["parser, whole"] = ([sys.executable, "-c", _PARSE, str(trace), "whole"],
                                          root, tag)
-    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+    runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in commands}
     # Alternate and keep each one's fastest run: the machine is shared, and the minimum is
     # the run least disturbed by others. Peaks are the largest seen.
     for i in range(options.repeat):
@@ -353,23 +375,27 @@ def _measure_size(
                 cmd = [*cmd[:3], "--series", f"bench-{n}-{i}-{j}", *cmd[3:]]
                 # an empty trace storage each run (bytes already there are not copied again)
                 shutil.rmtree(env["DJANGO_MEDIA_ROOT"], ignore_errors=True)
-            seconds, peak, output = measure(cmd, env, root)
+            seconds, peak, cpu, output = measure_cpu(cmd, env, root)
             if "cli" in name and not output.startswith("ok "):
                 raise SystemExit(f"the CLI did not ingest the trace: {output.strip()}")
-            runs[name].append((seconds, peak))
-            print(f"  {name:22s} run {i + 1}: {seconds:6.2f} s  peak {peak:7.1f} MB",
-                  flush=True)
-    best = {name: (min(t for t, _ in r), max(m for _, m in r)) for name, r in runs.items()}
-    load_s = best["json.load"][0]
-    print(f"file: {file_mb:.1f} MB, {n:,} events (fastest of {options.repeat}, largest peak)")
-    for name, (seconds, peak) in best.items():
+            runs[name].append((seconds, peak, cpu))
+            print(f"  {name:22s} run {i + 1}: {seconds:6.2f} s  peak {peak:7.1f} MB  "
+                  f"CPU {cpu:6.2f} s", flush=True)
+    best = {name: (min(r[0] for r in rs), max(r[1] for r in rs), min(r[2] for r in rs))
+            for name, rs in runs.items()}
+    load_s, load_cpu = best["json.load"][0], best["json.load"][2]
+    print(f"file: {file_mb:.1f} MB, {n:,} events (fastest of {options.repeat}, largest peak; "
+          "CPU: user + system, which moves less than wall time on a loaded machine)")
+    for name, (seconds, peak, cpu) in best.items():
         print(f"  {name + ':':23s} {seconds:6.2f} s = {seconds / load_s:5.3f}x json.load   "
-              f"peak {peak:7.1f} MB = {peak / file_mb:5.2f}x file")
+              f"peak {peak:7.1f} MB = {peak / file_mb:5.2f}x file   "
+              f"CPU {cpu:6.2f} s = {cpu / load_cpu:5.3f}x")
     trace.unlink() if not options.keep else None
     return (f"size={file_mb:.1f}MB cli_vs_json_load={best['cli'][0] / load_s:.3f} "
             f"parser_vs_json_load={best['parser'][0] / load_s:.3f} "
             f"cli_peak_vs_file={best['cli'][1] / file_mb:.3f} "
-            f"parser_peak_vs_file={best['parser'][1] / file_mb:.3f}")
+            f"parser_peak_vs_file={best['parser'][1] / file_mb:.3f} "
+            f"cli_cpu_vs_json_load={best['cli'][2] / load_cpu:.3f}")
 
 
 if __name__ == "__main__":
