@@ -114,13 +114,18 @@ class Command(base.Command):
             self.stdout.write(f"analysis: not run (--no-analyse): `manage.py analyse --series "
                               f"{opts['series']}` runs it, as the worker's sweeper does")
             return
+        # Imported here, as below: Celery, which --no-analyse does not load either.
         from deviations.core.worker import app
 
         if not app.conf.task_always_eager:  # a broker (CELERY_BROKER_URL) and its workers
             from deviations.traces.uploads.tasks import queue_analysis
 
-            queue_analysis(series_id)
-            self.stdout.write("analysis: queued for the worker")
+            if queue_analysis(series_id):
+                self.stdout.write("analysis: queued for the worker")
+            else:
+                self.stdout.write(f"analysis: not queued (the broker is unreachable): the "
+                                  f"worker's sweeper or `manage.py analyse --series "
+                                  f"{opts['series']}` runs it")
             return
         # Imported here: the analysis brings SciPy (~0.5 s), which --help, --no-analyse and
         # a run of bad files never need.

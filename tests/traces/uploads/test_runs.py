@@ -329,7 +329,13 @@ def test_with_a_broker_the_analysis_is_queued(write_trace, simple_events, monkey
     from deviations.traces.uploads import tasks
 
     queued: list[int] = []
-    monkeypatch.setattr(tasks, "queue_analysis", queued.append)
+    reachable = True
+
+    def queue(series_id: int) -> bool:
+        queued.append(series_id)
+        return reachable
+
+    monkeypatch.setattr(tasks, "queue_analysis", queue)
     ingest(write_trace("run1.json", simple_events), no_analyse=True)
     app.conf.task_always_eager = False  # restored by the autouse in_process_tasks
     out = ingest(write_trace("run2.json", simple_events[:-1]), release="2.0")
@@ -337,6 +343,10 @@ def test_with_a_broker_the_analysis_is_queued(write_trace, simple_events, monkey
     series = Series.objects.get(name="s1")
     assert queued == [series.pk]
     assert not is_up_to_date(series)  # not analysed here
+    reachable = False
+    out = ingest(write_trace("run3.json", simple_events[1:]), release="3.0")
+    assert "analysis: not queued (the broker is unreachable)" in out
+    assert queued == [series.pk, series.pk]
 
 
 _NO_ANALYSIS_IMPORTS = r"""
