@@ -1079,10 +1079,13 @@ class _Columns:
         self.meta += [events[i] for i in np.flatnonzero(code == _M).tolist()]
         parts["code"].append(code)
         parts["ts"].append(np.fromiter(map(_get_ts, events), np.float64, n))
-        dur = np.full(n, np.nan)
-        x_at = np.flatnonzero(code == _X)
-        dur[x_at] = np.fromiter(map(_get_dur, map(events.__getitem__, x_at.tolist())),
-                                np.float64, len(x_at))
+        if self.tagged:  # a kind other than X has dur NaN as a class attribute: one pass
+            dur = np.fromiter(map(_get_dur, events), np.float64, n)
+        else:  # the plain Struct reads dur on any event: X events' only
+            dur = np.full(n, np.nan)
+            x_at = np.flatnonzero(code == _X)
+            dur[x_at] = np.fromiter(map(_get_dur, map(events.__getitem__, x_at.tolist())),
+                                    np.float64, len(x_at))
         parts["dur"].append(dur)
         # setdefault keeps each name's first position; dict order is the order of first
         # appearance, and the positions that are their own first occurrence number them.
