@@ -90,8 +90,9 @@ Alternatives: ``json.load`` needs ~6.6x the file size and is the slowest (measur
 ijson streaming keeps memory flat but parses at about half ``json.load``'s speed (the
 issue's figure, not pursued); a plain msgspec ``Struct`` with ``args`` as ``msgspec.Raw``
 keeps the buffer alive (measured 4.6x at the peak, over the 4x budget); the tagged union
-decodes as fast or faster and peaks at ~3x decoded whole, ~1.1-1.5x streamed in pieces
-with the nesting in batches of threads (measured).
+decodes as fast or faster and peaks at ~3x decoded whole, 1.04x (250 MB) to 1.43x
+(60 MB) streamed in pieces with the nesting in batches of threads (measured, the
+interpreter and numpy included).
 The measured speed and memory of each choice: docs/architecture.md, "Trace parsing".
 """
 
