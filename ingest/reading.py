@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import os
 import zlib
+from collections.abc import Iterator
 from typing import BinaryIO
 
 from deviations.core.errors import TooLargeError, UserError
@@ -80,6 +81,39 @@ def read_bounded(
             raise too_large(limit_msg)
         buf += chunk
     return buf
+
+
+def iter_chunks(f: BinaryIO, size: int = CHUNK) -> Iterator[bytes]:
+    """The decompressed bytes of an open binary file, in pieces of at most about ``size``:
+    gzip (by its magic bytes; multi-member and zero-padded as in ``read_bounded``) is
+    inflated as it is read, so the whole file is never held. Raises ``zlib.error`` for a
+    corrupt gzip stream and ``ValueError`` for a truncated one (without the file's name:
+    ``read_bounded`` gives the message); the caller bounds the size."""
+    head = f.read(2)
+    if head != _GZIP_MAGIC:
+        if head:
+            yield head
+        while chunk := f.read(size):
+            yield chunk
+        return
+    d = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    pending = head
+    while True:
+        if not pending:
+            pending = f.read(size)
+            if not pending:
+                break
+        if d.eof:
+            if not pending.strip(b"\x00"):  # gzip files may be padded with zero bytes
+                pending = b""
+                continue
+            d = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # another gzip member
+        out = d.decompress(pending, size)
+        if out:
+            yield out
+        pending = d.unused_data + d.unconsumed_tail if d.eof else d.unconsumed_tail
+    if not d.eof:
+        raise ValueError("truncated gzip stream")
 
 
 _TOO_LARGE: dict[type[UserError], type[UserError]] = {}

@@ -63,28 +63,36 @@ Decisions
 
 Speed and memory: the trade-off
 -------------------------------
-The whole (decompressed) file is read and decoded by ``msgspec`` into a union of
-``Struct`` types tagged by ``"ph"``: B/E/X events keep only ``name``, ``pid``, ``tid``,
-``ts`` (and ``dur``), M events also ``args``, and the events of other phases nothing but
-their kind; every other key is skipped without building it. A file larger than
-``_PIECE_BYTES`` (32 MB) is decoded in pieces of its event array, each turned into numpy
-columns before the next is decoded (``_decode_in_pieces``), so the decoded objects of the
-whole file (~2x its size) never exist at once: the peak is the file plus ~0.4x, at the
-same speed. As no ``msgspec.Raw`` is kept, the input buffer is freed right after
-decoding. Traces the tagged union refuses (an unknown or missing ``"ph"``, string pids or
-tids) are decoded again, whole, by a plain ``Struct``
-(slower, ~30% more memory), which also gives the error messages. The events then become
-numpy columns (one C-level ``map`` per field) and are freed; all the nesting is vectorised
-(stable sorts, cumulative sums, ``searchsorted``, ``bincount``, no Python loop over events
-or slices); Python loops run only over metadata events, unique names, threads, and the
-threads that contain a partial overlap (rare: no real fixture has one), which are clipped
-with an explicit stack.
+A file (a path, or a seekable stream) is read in chunks, gzip inflated as it is read, and
+its event array decoded in pieces of about ``_PIECE_BYTES`` (2 MB) by ``msgspec`` into a
+union of ``Struct`` types tagged by ``"ph"``: B/E/X events keep only ``name``, ``pid``,
+``tid``, ``ts`` (and ``dur``), M events also ``args``, and the events of other phases
+nothing but their kind; every other key is skipped without building it. Each piece
+becomes numpy columns (one C-level ``map`` per field; ~29 bytes an event, about a fifth
+of its JSON) before the next is read, so neither the file nor its decoded objects exist
+whole (``_decode_stream``, ``_decode_chunks``). Smaller pieces were also faster (2 MB:
+0.69 s, 32 MB: 0.89 s to columns for 60 MB: the objects stay in the caches). What the
+pieces do not take (a file of one piece, an object whose first key is not
+``traceEvents``, an array without its closing bracket, a piece the union refuses, corrupt
+or truncated gzip, not JSON) goes the whole-file path, which reads the file again: traces
+the tagged union refuses (an unknown or missing ``"ph"``, string pids or tids) are
+decoded whole by a plain ``Struct`` (slower, ~30% more memory), which also gives every
+error message. All the nesting is vectorised (stable sorts, cumulative sums,
+``searchsorted``, ``bincount``, no Python loop over events or slices) and runs on a batch
+of whole threads at a time (``_BATCH_EVENTS``), so its arrays (~270 bytes a slice) exist
+for one batch, not for the file; the per-name sums are added with ``np.add.at`` in the
+order one ``bincount`` over every thread adds them and the edges are summed once over all
+batches, so the results are the same to the bit. Python loops run only over metadata
+events, unique names, threads, batches, and the threads that contain a partial overlap
+(rare: no real fixture has one), which are clipped with an explicit stack.
 
 Alternatives: ``json.load`` needs ~6.6x the file size and is the slowest (measured);
 ijson streaming keeps memory flat but parses at about half ``json.load``'s speed (the
 issue's figure, not pursued); a plain msgspec ``Struct`` with ``args`` as ``msgspec.Raw``
 keeps the buffer alive (measured 4.6x at the peak, over the 4x budget); the tagged union
-decodes as fast or faster and peaks at ~3x decoded whole, ~1.4x in pieces (measured).
+decodes as fast or faster and peaks at ~3x decoded whole, 1.04x (250 MB) to 1.43x
+(60 MB) streamed in pieces with the nesting in batches of threads (measured, the
+interpreter and numpy included).
 The measured speed and memory of each choice: docs/architecture.md, "Trace parsing".
 """
 
@@ -93,17 +101,22 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import zlib
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from itertools import count, repeat
 from operator import attrgetter
-from typing import Any, BinaryIO, ClassVar, Union
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, Union
 
 import msgspec
 import numpy as np
 
 from deviations.core.errors import UserError
-from ingest import perfetto, reading
+from ingest import reading
+
+if TYPE_CHECKING:
+    from ingest import perfetto
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -142,6 +155,10 @@ _UNKNOWN_PH = len(_PHASES)
 #: Above this many threads the nesting sweep runs once over all threads (lexsort) instead
 #: of once per thread (cheaper sorts, but a Python loop over threads).
 _MAX_LOOPED_THREADS = 512
+#: Threads are nested in batches of whole threads of at least this many events (one thread
+#: larger than it is a batch alone): the nesting's arrays (~270 bytes an event) then exist
+#: for one batch at a time, not for every event of the file.
+_BATCH_EVENTS = 1 << 17
 
 
 class TraceError(UserError):
@@ -353,12 +370,24 @@ def _parse(
     max_bytes: int,
 ) -> FunctionTimes:
     counts = _Counts()
-    data = reading.read_bounded(source, name, max_bytes, TraceError)
-    if not _is_json(data):
-        slices = perfetto.read_events(data, name, TraceError)
-        del data  # the file's bytes are not held while nesting
-        return _perfetto_times(slices, thread_name, process_name, all_threads, name, counts)
-    columns = _decode_in_pieces(data)
+    streamed = _decode_stream(source, max_bytes)
+    if isinstance(streamed, _Columns):
+        columns: _Columns | None = streamed
+        data: bytes | bytearray = b""
+    else:
+        data = streamed if streamed is not None else reading.read_bounded(
+            source, name, max_bytes, TraceError)
+        del streamed
+        if not _is_json(data):
+            # Imported here: the Perfetto reader brings protobuf (~0.1 s of every CLI
+            # call's start-up, docs/architecture.md "Start-up"), which JSON never needs.
+            from ingest import perfetto
+
+            slices = perfetto.read_events(data, name, TraceError)
+            del data  # the file's bytes are not held while nesting
+            return _perfetto_times(slices, thread_name, process_name, all_threads, name,
+                                   counts)
+        columns = _decode_in_pieces(data)
     if columns is None:  # the whole file at once: the slow path, and every error message
         events, tagged = _decode(data, name, counts)
         del data  # freed now on the fast path (the slow path's Raw args keep it alive)
@@ -389,7 +418,8 @@ def _parse(
     proc_names, thread_names = _metadata(metas)
     del metas
     is_first = first == np.arange(n)
-    name_id = (np.cumsum(is_first) - 1)[first]
+    # int32 ids (a file under 2 GiB has fewer events): 4 bytes an event less to hold
+    name_id = (np.cumsum(is_first, dtype=np.int32) - 1)[first]
     del first, is_first
     return _function_times(
         n, code, ts, dur, name_id, unique_names, thread_of, thread_keys, proc_names,
@@ -416,7 +446,11 @@ def _perfetto_times(
 ) -> FunctionTimes:
     """A Perfetto protobuf trace's slice events (``ingest.perfetto``) through the same
     nesting and timing as a JSON trace's (B, E and X events)."""
-    code = _PERFETTO_CODES[events.code]
+    from ingest import perfetto  # already loaded by the caller (see _parse)
+
+    codes = np.zeros(max(perfetto.BEGIN, perfetto.END, perfetto.COMPLETE) + 1, np.uint8)
+    codes[[perfetto.BEGIN, perfetto.END, perfetto.COMPLETE]] = (_B, _E, _X)
+    code = codes[events.code]
     counts.notes.extend(events.notes)
     return _function_times(
         events.n_events, code, events.ts_us, events.dur_us, events.name_id, events.names,
@@ -465,32 +499,51 @@ def _function_times(
     sel = np.flatnonzero(is_slice & (remap[thread_of] >= 0))
     del is_slice
 
-    ev_code, ev_ts, ev_dur = code[sel], ts[sel], dur[sel]
-    if np.isnan(ev_ts).any():
-        bad = int(sel[np.flatnonzero(np.isnan(ev_ts))[0]])
+    # The checks run over every selected event, in file order (the first bad one is named).
+    picked = np.zeros(len(code), dtype=bool)
+    picked[sel] = True
+    missing = picked & np.isnan(ts)
+    if missing.any():
+        bad = int(np.flatnonzero(missing)[0])
         raise TraceError(f"{name}: event #{bad} (phase {_PHASES[code[bad]]}) has no 'ts'")
+    del missing
     # Times are microseconds held in float64: beyond 2**53 they lose whole microseconds,
     # and 1e308 + 1e308 overflows to infinity, which no statistic can use.
-    absurd = ~(np.abs(ev_ts) <= MAX_TIME_US) | ((ev_code == _X) & (ev_dur > MAX_TIME_US))
+    is_x = code == _X
+    absurd = picked & (~(np.abs(ts) <= MAX_TIME_US) | (is_x & (dur > MAX_TIME_US)))
     if absurd.any():
-        bad = int(sel[np.flatnonzero(absurd)[0]])
+        bad = int(np.flatnonzero(absurd)[0])
         raise TraceError(
             f"{name}: event #{bad} has a time out of range (ts={ts[bad]:g}, dur={dur[bad]:g}): "
             f"timestamps and durations must be finite microseconds of at most {MAX_TIME_US:,}"
         )
-    negative = (ev_code == _X) & (ev_dur < 0) & (ev_dur != _UNFINISHED_DUR)
+    del absurd
+    negative = picked & is_x & (dur < 0) & (dur != _UNFINISHED_DUR)
     if negative.any():
-        bad = int(sel[np.flatnonzero(negative)[0]])
+        bad = int(np.flatnonzero(negative)[0])
         raise TraceError(f"{name}: event #{bad} has a negative duration (dur={dur[bad]:g})")
-    del code, ts, dur
+    del negative, picked, is_x
 
-    start, end, slice_thread, slice_name, slice_seq = _slices(
-        remap[thread_of[sel]], ev_code, ev_ts, ev_dur, name_id[sel], empty_id, len(chosen), counts
-    )
-    del thread_of, name_id, sel, ev_code, ev_ts, ev_dur
-    self_us, total_us, calls, edges = _times(
-        start, end, slice_thread, slice_name, slice_seq, len(unique_names), counts
-    )
+    # Nesting, a batch of whole threads at a time (its memory is the batch's, not the
+    # file's); the sums are added in the order one pass over every thread would add them.
+    sums = _Sums(len(unique_names))
+    sel_thread = remap[thread_of[sel]]
+    by_thread = sel[_stable_order(sel_thread)].astype(np.int32)
+    per_thread = np.bincount(sel_thread, minlength=len(chosen)).tolist()
+    del sel, sel_thread
+    for lo, hi in _batches(per_thread, _BATCH_EVENTS):
+        idx = np.sort(by_thread[lo:hi])  # file order
+        start, end, slice_thread, slice_name, slice_seq = _slices(
+            remap[thread_of[idx]], code[idx], ts[idx], dur[idx], name_id[idx], empty_id,
+            len(chosen), counts
+        )
+        del idx
+        _times(start, end, slice_thread, slice_name, slice_seq, sums, counts)
+        del start, end, slice_thread, slice_name, slice_seq
+    del by_thread, code, ts, dur, thread_of, name_id
+    _slice_notes(counts)
+    calls = sums.calls
+    self_us, total_us, edges = sums.self_us, sums.total_us, sums.edges()
     used = np.flatnonzero(calls > 0)  # names seen only on E events are not functions
     names = [_shorten(unique_names[i], counts) for i in used.tolist()]
     position = np.full(len(unique_names) + 1, -1, dtype=np.int64)  # [-1]: the thread root
@@ -499,7 +552,7 @@ def _function_times(
 
     summary = ParseSummary(
         events=n,
-        slices=len(start),
+        slices=sums.slices,
         selected_threads=tuple(
             ThreadRef(
                 pid=thread_keys[p][0],
@@ -539,13 +592,13 @@ def _find(items: list[str], item: str) -> int:
 
 
 def _factorise(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct values and each element's index among them (np.unique with return_inverse),
-    sorting only the heads of runs: Chrome writes events in per-thread chunks."""
+    """Distinct values and each element's index among them (np.unique with return_inverse;
+    int32), sorting only the heads of runs: Chrome writes events in per-thread chunks."""
     if len(values) == 0:
-        return values[:0], np.zeros(0, dtype=np.int64)
+        return values[:0], np.zeros(0, dtype=np.int32)
     heads = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
     uniq, head_index = np.unique(values[heads], return_inverse=True)
-    return uniq, np.repeat(head_index, np.diff(np.r_[heads, len(values)]))
+    return uniq, np.repeat(head_index.astype(np.int32), np.diff(np.r_[heads, len(values)]))
 
 
 _KEY_BITS = 31
@@ -564,7 +617,7 @@ def _thread_columns(
         else:
             pids, pid_of = _factorise(pid)
             tids, tid_of = _factorise(tid)
-            uniq, thread_of = _factorise(pid_of * len(tids) + tid_of)
+            uniq, thread_of = _factorise(pid_of.astype(np.int64) * len(tids) + tid_of)
             p_list, t_list = pids.tolist(), tids.tolist()
             keys = [(p_list[k // len(tids)], t_list[k % len(tids)]) for k in uniq.tolist()]
         return thread_of, keys
@@ -677,27 +730,12 @@ def _slices(
         is_opener[open_b] = True
         e_name = nm[pair_e]
         mismatch = int(np.count_nonzero((e_name != nm[pair_b]) & (e_name != empty_id)))
-        if mismatch:
-            counts.end_name_mismatches += mismatch
-            counts.notes.append(
-                f"{mismatch} E event(s) named differently from the B they close were "
-                "matched by stack position (as catapult does)"
-            )
+        counts.end_name_mismatches += mismatch
     end_at[open_x] = last_ts[th[open_x]]
     no_dur = int(np.count_nonzero(is_x & np.isnan(d)))
     minus_one = int(np.count_nonzero(is_x & (d == _UNFINISHED_DUR)))
-    if no_dur:
-        counts.x_without_dur += no_dur
-        counts.notes.append(
-            f"{no_dur} X event(s) without 'dur' (still running when tracing stopped) were "
-            "closed at their thread's last timestamp"
-        )
-    if minus_one:
-        counts.x_unfinished += minus_one
-        counts.notes.append(
-            f"{minus_one} X event(s) with dur=-1 (still running when tracing stopped) were "
-            "closed at their thread's last timestamp"
-        )
+    counts.x_without_dur += no_dur
+    counts.x_unfinished += minus_one
     opener = np.flatnonzero(is_opener)
     return t[opener], end_at[opener], th[opener], nm[opener], opener
 
@@ -725,9 +763,7 @@ def _match_begin_end(
     prev_low[seg_start] = 0
     unmatched = low < prev_low
     n_unmatched = int(np.count_nonzero(unmatched))
-    if n_unmatched:
-        counts.unmatched_end += n_unmatched
-        counts.notes.append(f"{n_unmatched} E event(s) without an open B were ignored")
+    counts.unmatched_end += n_unmatched
     depth = walk - low
     level = np.where(is_begin, depth, depth + 1)
     keep = np.flatnonzero(~unmatched)
@@ -741,11 +777,7 @@ def _match_begin_end(
     ]
     matched = np.flatnonzero(b_here & e_next)
     open_b = srt[b_here & ~e_next]
-    if len(open_b):
-        counts.unclosed_begin += len(open_b)
-        counts.notes.append(
-            f"{len(open_b)} B event(s) without an E were closed at their thread's last timestamp"
-        )
+    counts.unclosed_begin += len(open_b)
     return srt[matched], srt[matched + 1], np.sort(open_b)
 
 
@@ -755,12 +787,14 @@ def _times(
     thread: np.ndarray,
     name_id: np.ndarray,
     seq: np.ndarray,
-    n_names: int,
+    sums: _Sums,
     counts: _Counts,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Self time, total time and calls per name id, and the call tree's edges (caller
-    name id or -1, callee name id, µs), from slices ordered by (thread, start, seq)."""
-    calls = np.bincount(name_id, minlength=n_names).astype(np.int64)
+) -> None:
+    """Add the self time, total time and calls per name id, and the call tree's edges
+    (``_edges``), of slices ordered by (thread, start, seq) to ``sums``."""
+    n_names = len(sums.calls)
+    sums.calls += np.bincount(name_id, minlength=n_names)
+    sums.slices += len(start)
     # Zero-duration slices are calls with no time: they have no children (nothing starts
     # strictly before their end) and add nothing to their parent's children, so only the
     # slices of positive duration need nesting.
@@ -768,8 +802,7 @@ def _times(
     th, s, e, nm, sq = (a[positive] for a in (thread, start, end, name_id, seq))
     k = len(s)
     if k == 0:
-        none = np.zeros(0, dtype=np.int64)
-        return np.zeros(n_names), np.zeros(n_names), calls, (none, none, np.zeros(0))
+        return
     pre = _preorder(th, s, e, sq)
     if pre is not None:
         th, s, e, nm = th[pre], s[pre], e[pre], nm[pre]
@@ -783,9 +816,6 @@ def _times(
             e[lo:hi], n_clipped = _clip_with_stack(s[lo:hi], e[lo:hi])
             clipped += n_clipped
         counts.clipped_overlaps += clipped
-        counts.notes.append(
-            f"{clipped} slice(s) ended after their parent and were clipped to the parent's end"
-        )
         depth, last_desc, nested = _sweep(th, s, e)
         if not nested.all():  # pragma: no cover - clipped slices always nest
             raise AssertionError("slices still overlap after clipping")
@@ -810,11 +840,14 @@ def _times(
     nested_same = np.zeros(k, dtype=bool)
     nested_same[by_group] = before >= by_group
 
-    self_us = np.bincount(nm, weights=self_time, minlength=n_names)
-    total_us = np.bincount(nm, weights=np.where(nested_same, 0.0, dur), minlength=n_names)
-    edges = _edges(nm, depth, dur, child, parent, by_depth, keys, by_group, new_group,
-                   last_desc, nested_same, n_names)
-    return self_us, total_us, calls, edges
+    # np.add.at adds in index order from the running sums, as one bincount over every
+    # batch would: the same floats to the bit, batch or not.
+    np.add.at(sums.self_us, nm, self_time)
+    np.add.at(sums.total_us, nm, np.where(nested_same, 0.0, dur))
+    pair, contrib = _edges(nm, depth, dur, child, parent, by_depth, keys, by_group, new_group,
+                           last_desc, nested_same, n_names)
+    sums.pairs.append(pair)
+    sums.contribs.append(contrib)
 
 
 def _edges(
@@ -830,15 +863,16 @@ def _edges(
     last_desc: np.ndarray,
     nested_same: np.ndarray,
     n_names: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The call tree aggregated by (caller name, callee name): see the module's "Call tree".
+) -> tuple[np.ndarray, np.ndarray]:
+    """The call tree by (caller name, callee name): see the module's "Call tree".
 
     A slice C whose parent P has another name f gives edge (f, name(C)) its duration less
     the slices D named f that lie inside C with no other f slice between P and D (those
     are f's own time again: self time of D and D's edges). Such a D is a slice whose
     nearest same-name ancestor is P and whose ancestor one level below P is C, not D
     itself (a direct f -> f call is no edge). Slices at depth 0 are edges of the thread
-    root (caller -1). Returns (caller, callee, µs), one entry per distinct pair.
+    root (caller -1). Returns each edge slice's pair ``(caller + 1) * n_names + callee``
+    and its µs, in slice order (``_Sums.edges`` adds them up by pair).
     """
     k = len(nm)
     contrib = dur.copy()
@@ -867,13 +901,78 @@ def _edges(
     caller = np.full(k, -1, dtype=np.int64)
     caller[child] = nm[parent]
     edge = np.flatnonzero(caller != nm)
-    pair = (caller[edge] + 1) * n_names + nm[edge]
-    order = np.argsort(pair)
-    pair = pair[order]
-    heads = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
-    edge_us = np.add.reduceat(contrib[edge[order]], heads)
-    uniq = pair[heads]
-    return uniq // n_names - 1, uniq % n_names, edge_us
+    return (caller[edge] + 1) * n_names + nm[edge], contrib[edge]
+
+
+class _Sums:
+    """Per-name sums and the call tree's edge slices, added batch by batch of threads."""
+
+    def __init__(self, n_names: int) -> None:
+        self.n_names = n_names
+        self.self_us = np.zeros(n_names)
+        self.total_us = np.zeros(n_names)
+        self.calls = np.zeros(n_names, dtype=np.int64)
+        self.slices = 0
+        self.pairs: list[np.ndarray] = []
+        self.contribs: list[np.ndarray] = []
+
+    def edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(caller, callee, µs), one entry per distinct pair: the edge slices of every
+        batch, in slice order, sorted by pair and added up."""
+        if not self.pairs:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+        pair, contrib = np.concatenate(self.pairs), np.concatenate(self.contribs)
+        self.pairs, self.contribs = [], []
+        order = np.argsort(pair)
+        pair = pair[order]
+        heads = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
+        edge_us = np.add.reduceat(contrib[order], heads)
+        uniq = pair[heads]
+        return uniq // self.n_names - 1, uniq % self.n_names, edge_us
+
+
+def _batches(sizes: list[int], target: int) -> Iterator[tuple[int, int]]:
+    """(lo, hi) of consecutive runs of whole items (threads) of ``sizes`` events, each
+    closed once it holds ``target`` events or more; none for no events."""
+    lo = hi = 0
+    for size in sizes:
+        hi += size
+        if hi - lo >= target:
+            yield lo, hi
+            lo = hi
+    if hi > lo:
+        yield lo, hi
+
+
+def _slice_notes(counts: _Counts) -> None:
+    """The notes of what the nesting counted (over every batch of threads)."""
+    if counts.unmatched_end:
+        counts.notes.append(f"{counts.unmatched_end} E event(s) without an open B were ignored")
+    if counts.unclosed_begin:
+        counts.notes.append(
+            f"{counts.unclosed_begin} B event(s) without an E were closed at their thread's "
+            "last timestamp"
+        )
+    if counts.end_name_mismatches:
+        counts.notes.append(
+            f"{counts.end_name_mismatches} E event(s) named differently from the B they close "
+            "were matched by stack position (as catapult does)"
+        )
+    if counts.x_without_dur:
+        counts.notes.append(
+            f"{counts.x_without_dur} X event(s) without 'dur' (still running when tracing "
+            "stopped) were closed at their thread's last timestamp"
+        )
+    if counts.x_unfinished:
+        counts.notes.append(
+            f"{counts.x_unfinished} X event(s) with dur=-1 (still running when tracing "
+            "stopped) were closed at their thread's last timestamp"
+        )
+    if counts.clipped_overlaps:
+        counts.notes.append(
+            f"{counts.clipped_overlaps} slice(s) ended after their parent and were clipped to "
+            "the parent's end"
+        )
 
 
 def _preorder(th: np.ndarray, s: np.ndarray, e: np.ndarray, seq: np.ndarray) -> np.ndarray | None:
@@ -943,14 +1042,12 @@ def _sweep_all(
 
 
 _WHITESPACE = b" \t\r\n"
-#: ingest.perfetto's event codes as phase codes.
-_PERFETTO_CODES = np.zeros(max(perfetto.BEGIN, perfetto.END, perfetto.COMPLETE) + 1, np.uint8)
-_PERFETTO_CODES[[perfetto.BEGIN, perfetto.END, perfetto.COMPLETE]] = (_B, _E, _X)
 _UTF8_BOM = b"\xef\xbb\xbf"
-#: The fast path decodes the event array in pieces of about this many bytes, each turned
-#: into numpy columns before the next is decoded: the objects of the whole file (~2x its
-#: size) never exist at once, and the peak is the file plus ~0.4x (docs/architecture.md).
-_PIECE_BYTES = 32 << 20
+#: The fast path reads and decodes the event array in pieces of about this many bytes,
+#: each turned into numpy columns before the next is read: neither the file nor its
+#: decoded objects (~2x its size) exist whole. 2 MB was faster than 4, 8 and 32 MB (the
+#: objects of a piece stay in the caches) and holds ~10 MB at a time (docs/architecture.md).
+_PIECE_BYTES = 2 << 20
 #: Attempts at a piece's end before the whole-file path takes over (a "},{" inside an
 #: event's args or a string is not an end between events: that piece fails to decode).
 _PIECE_TRIES = 8
@@ -983,10 +1080,13 @@ class _Columns:
         self.meta += [events[i] for i in np.flatnonzero(code == _M).tolist()]
         parts["code"].append(code)
         parts["ts"].append(np.fromiter(map(_get_ts, events), np.float64, n))
-        dur = np.full(n, np.nan)
-        x_at = np.flatnonzero(code == _X)
-        dur[x_at] = np.fromiter(map(_get_dur, map(events.__getitem__, x_at.tolist())),
-                                np.float64, len(x_at))
+        if self.tagged:  # a kind other than X has dur NaN as a class attribute: one pass
+            dur = np.fromiter(map(_get_dur, events), np.float64, n)
+        else:  # the plain Struct reads dur on any event: X events' only
+            dur = np.full(n, np.nan)
+            x_at = np.flatnonzero(code == _X)
+            dur[x_at] = np.fromiter(map(_get_dur, map(events.__getitem__, x_at.tolist())),
+                                    np.float64, len(x_at))
         parts["dur"].append(dur)
         # setdefault keeps each name's first position; dict order is the order of first
         # appearance, and the positions that are their own first occurrence number them.
@@ -1020,7 +1120,8 @@ class _Columns:
         else:
             thread_first = self._take("thread", np.int64)
             is_first = thread_first == np.arange(self.n)
-            thread_of, keys = (np.cumsum(is_first) - 1)[thread_first], list(self.threads)
+            thread_of = (np.cumsum(is_first, dtype=np.int32) - 1)[thread_first]
+            keys = list(self.threads)
         return code, ts, dur, first, thread_of, keys
 
 
@@ -1039,63 +1140,148 @@ def _piece_end(data: bytes | bytearray, at: int) -> tuple[int, int] | None:
 
 
 def _decode_in_pieces(data: bytes | bytearray) -> _Columns | None:
-    """The fast path for a large trace: its event array decoded piece by piece with the
-    tagged union, each piece made columns before the next.
-
-    A piece ends at a ``},{`` (whitespace allowed after the comma); the bytes in between
-    are decoded as an array of their own. A ``},{`` inside an event (its args, a string)
-    leaves that piece's last event unfinished, which the decoder refuses, and the next
-    ``},{`` is tried. None (nothing kept) for a file of one piece, an object whose first
-    key is not ``traceEvents``, an array without its closing bracket, a piece the union
-    refuses or that will not decode: the whole-file path then takes the trace (the slow
-    path, the repair of an unclosed array, every error message).
-    """
-    n = len(data)
-    if n <= _PIECE_BYTES:
+    """The fast path for a large trace already in memory: its event array decoded piece by
+    piece (``_decode_chunks``). None for a file of one piece, or when the pieces give up."""
+    if len(data) <= _PIECE_BYTES:
         return None
-    lead = 3 if data[:3] == _UTF8_BOM else 0
-    found = _ARRAY_START.match(data, lead)
-    last = n - 1  # not data.rstrip(): that would copy the whole file
-    while last > 0 and n - last < 4096 and data[last] in _WHITESPACE:
-        last -= 1
+    view = memoryview(data)
+    try:
+        chunks = (view[i : i + reading.CHUNK] for i in range(0, len(data), reading.CHUNK))
+        decoded = _decode_chunks(chunks, len(data))
+    finally:
+        view.release()
+    return decoded if isinstance(decoded, _Columns) else None
+
+
+def _decode_stream(source: object, max_bytes: int) -> _Columns | bytearray | None:
+    """The fast path for a file (a path, or a seekable binary stream): read, inflated if
+    gzip, and decoded in pieces without ever holding the whole file (``_decode_chunks``).
+
+    Returns the columns; or the whole (decompressed) bytes when they fit in one piece; or
+    None, the stream put back where it was, when the whole-file path must take the file
+    (not a path or seekable stream, a file over ``max_bytes``, corrupt gzip, not JSON, or
+    anything the pieces do not take): it reads the file again and gives every error message.
+    """
+    if isinstance(source, str | os.PathLike):
+        try:
+            f: Any = open(source, "rb")  # noqa: SIM115 (closed below)
+        except OSError:
+            return None
+        close, start = True, 0
+    elif callable(getattr(source, "seekable", None)) and source.seekable():  # type: ignore[attr-defined]
+        f, close = source, False
+        start = f.tell()
+    else:
+        return None
+    try:
+        if close and os.fstat(f.fileno()).st_size > max_bytes:
+            return None
+        decoded = _decode_chunks(reading.iter_chunks(f), max_bytes)
+    except (OSError, ValueError, zlib.error):
+        decoded = None
+    finally:
+        if close:
+            f.close()
+    if decoded is None and not close:
+        f.seek(start)
+    return decoded
+
+
+def _decode_chunks(chunks: Iterator[Any], max_bytes: int) -> _Columns | bytearray | None:
+    """The event array of a JSON trace given as consecutive byte chunks, decoded piece by
+    piece with the tagged union, each piece made columns before the next is read.
+
+    A piece ends at the first ``},{`` (whitespace allowed after the comma) about
+    ``_PIECE_BYTES`` on; its bytes are decoded in place as an array of their own (the
+    comma becomes ``]``, then the ``[`` of the next piece), so only about one piece of the
+    file is held at a time. A ``},{`` inside an event (its args, a string) leaves that
+    piece's last event unfinished, which the decoder refuses, and the next ``},{`` is
+    tried. Returns the columns; the bytes read when the input ends within its first piece
+    (the caller decodes them whole); None (nothing kept) for input over ``max_bytes``, not
+    JSON, an object whose first key is not ``traceEvents``, an array without its closing
+    bracket, a piece the union refuses or that will not decode: the whole-file path then
+    takes the trace (the slow path, the repair of an unclosed array, every error message).
+    """
+    buf = bytearray()
+    total = 0
+    eof = False
+
+    def more() -> bool:
+        nonlocal total, eof
+        chunk = next(chunks, None)
+        if chunk is None:
+            eof = True
+            return False
+        total += len(chunk)
+        buf.extend(chunk)
+        return True
+
+    while len(buf) <= _PIECE_BYTES and more():
+        pass
+    if total > max_bytes:
+        return None
+    if eof:
+        return buf  # one piece: decoded whole
+    if not _is_json(buf):
+        return None
+    lead = 3 if buf[:3] == _UTF8_BOM else 0
+    found = _ARRAY_START.match(buf, lead)
     if found is None:
         return None
     in_object = found.group(0).rstrip(b"[ \t\r\n") != b""
-    if data[last] != (ord("}") if in_object else ord("]")):
-        return None
-    whole_decoder = _DECODERS[(ord("{"), True)] if in_object else _DECODERS[(ord("["), True)]
+    closer = ord("}") if in_object else ord("]")
     piece_decoder = _DECODERS[(ord("["), True)]
-    view = memoryview(data)
     columns = _Columns(tagged=True)
-    start = found.end()  # just after the array's "["
-    try:
-        while True:
-            end = _piece_end(data, start + _PIECE_BYTES)
-            for _ in range(_PIECE_TRIES):
-                if end is None:  # the rest of the file, closing bracket(s) included
-                    piece = bytearray(b'{"traceEvents":[' if in_object else b"[")
-                    piece += view[start:]
-                    events = whole_decoder.decode(piece)
-                    columns.add(events.traceEvents if in_object else events)
-                    return columns
-                piece = bytearray(b"[")
-                piece += view[start : end[0] + 1]
-                piece += b"]"
-                try:
-                    events = piece_decoder.decode(piece)
-                    break
-                except msgspec.DecodeError:  # a "},{" inside an event: the next one
-                    end = _piece_end(data, end[0] + 1)
-            else:
+    p = found.end() - 1  # the array's "[": every piece starts with one
+    while True:
+        searched = p + _PIECE_BYTES
+        while len(buf) < searched + _PIECE_BYTES // 4 and more():
+            pass
+        end = _piece_end(buf, searched)
+        for _ in range(_PIECE_TRIES):
+            while end is None and not eof:
+                searched = max(searched, len(buf) - 64)
+                if more():
+                    end = _piece_end(buf, searched)
+            if total > max_bytes:
                 return None
-            del piece
-            columns.add(events)
-            del events
-            start = end[1]
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-    finally:
-        view.release()
+            if end is None:  # the rest of the input, closing bracket(s) included
+                last = len(buf) - 1
+                while last > p and buf[last] in _WHITESPACE:
+                    last -= 1
+                if buf[last] != closer:
+                    return None
+                rest = bytearray(b'{"traceEvents":' if in_object else b"")
+                rest += memoryview(buf)[p:]
+                del buf[:]
+                try:
+                    events = _DECODERS[(rest[0], True)].decode(rest)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    return None
+                columns.add(events.traceEvents if in_object else events)
+                return columns
+            j, k = end
+            buf[j + 1] = ord("]")
+            view = memoryview(buf)
+            piece = view[p : j + 2]
+            try:
+                events = piece_decoder.decode(piece)
+                break
+            except msgspec.DecodeError:  # a "},{" inside an event: the next one
+                buf[j + 1] = ord(",")
+                end = _piece_end(buf, j + 1)
+            except msgspec.ValidationError:
+                return None
+            finally:
+                piece.release()
+                view.release()
+        else:
+            return None
+        columns.add(events)
+        del events
+        buf[k - 1] = ord("[")
+        del buf[: k - 1]  # bytearray drops a prefix without moving the rest
+        p = 0
 
 
 def _decode(data: bytes | bytearray, name: str, counts: _Counts) -> tuple[list[Any], bool]:

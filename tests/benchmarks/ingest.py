@@ -2,38 +2,44 @@
 
 Run from the project root::
 
-    python -m tests.benchmarks.ingest [--events 2000000 | --mb 1024] [--seed 20261122]
-                                      [--keep DIR] [--whole-too] [--repeat 3]
+    python -m tests.benchmarks.ingest [--sizes 60,250] [--repeat 3] [--other DIR]
+                                      [--seed 20261122] [--keep DIR] [--whole-too]
 
-It writes a synthetic Chrome trace (deterministic seed; ~250 MB, ~2 M events: nested
-``B``/``E`` and ``X`` slices on several processes and threads including the
-``CrRendererMain`` thread of two ``Renderer`` processes, metadata, instant and counter
-events, args dictionaries on some events; threads interleaved in chunks and slightly out
-of order, as Chrome's buffer writes them) into a temporary directory, then measures,
-each in its own subprocess so that each peak RSS is clean:
+For each size (MiB; ``--events N`` gives one size in events instead) it writes a
+synthetic Chrome trace (deterministic seed; ~134 bytes an event: nested ``B``/``E`` and
+``X`` slices on several processes and threads including the ``CrRendererMain`` thread of
+two ``Renderer`` processes, metadata, instant and counter events, args dictionaries on
+some events; threads interleaved in chunks and slightly out of order, as Chrome's buffer
+writes them) into a temporary directory, then measures, each in its own subprocess so
+that each peak RSS is clean (a wrapper's ``RUSAGE_CHILDREN``), interleaved run by run:
 
-1. ``json.load`` of the file alone;
-2. the end-to-end CLI ingest
-   ``python manage.py ingest_traces --series bench --release 1 --all-threads FILE`` with
-   ``DATABASE_URL=sqlite:///<tmpdir>/bench.sqlite3``, after ``manage.py migrate`` into that
-   database; while ``manage.py`` or the command does not exist yet, it measures
-   ``ingest.traces.parse_trace(FILE, all_threads=True)`` instead and says so.
+1. ``json.load`` of the file: the yardstick;
+2. ``cli``: the end-to-end CLI ingest as a CI job calls it,
+   ``python manage.py ingest_traces --series S --release 1 --all-threads --no-analyse
+   FILE``: Django's start-up, the sha256 and the copy into the trace storage, the parse,
+   the database writes (a new series each run, so every function name is created), into
+   ``DATABASE_URL=sqlite:///<tmpdir>/bench.sqlite3``. This is the measure comparable with
+   ``json.load`` (file in, data out); the analysis is the next step
+   (``manage.py analyse``, or the worker when a broker is configured);
+3. ``cli+analysis``: the same without ``--no-analyse`` (embedded default: the analysis
+   runs in the same process after the ingest lines; one release, so it has nothing to
+   compare, but loads SciPy and the analysis as before);
+4. ``parser``: ``ingest.traces.parse_trace(FILE, all_threads=True)`` alone;
+5. with ``--other DIR`` (e.g. ``git archive`` of the commit before, unpacked), that
+   checkout's ``cli+analysis`` and ``parser`` in the same run: before and after side by
+   side (its database migrated separately).
 
 Each is run ``--repeat`` times (default 3), alternating; the fastest run of each counts
 (the machine is shared: the minimum is the least disturbed run) and the largest peak.
-``--mb`` sizes the trace in MiB instead of events (issue 14 measures on ``--mb 1024``).
-``--whole-too`` also measures, in the same run, ``parse_trace`` with the event array
-decoded whole (``ingest.traces._PIECE_BYTES`` set beyond the file: the parser before it
-decoded in pieces), beside ``parse_trace`` as it is.
-The last line printed is ``ingest_vs_json_load=<ratio> peak_rss_vs_file=<ratio>``.
-The project's targets: ingest_vs_json_load <= 0.5, peak_rss_vs_file <= 4.
+Printed per size: each measure's seconds, its ratio to ``json.load``, its peak RSS and
+the peak over the file size, then a line
+``size=<MiB> cli_vs_json_load=<ratio> parser_vs_json_load=<ratio> cli_peak_vs_file=<ratio>
+parser_peak_vs_file=<ratio>`` (issue 24: the CLI <= 0.5x ``json.load`` end to end, peak <=
+1.5x the file). ``--whole-too`` also measures ``parse_trace`` with the event array
+decoded whole (``ingest.traces._decode_stream`` and ``_PIECE_BYTES`` disabled: the
+parser before pieces).
 
-Figures on the 2-CPU development machine (shared, loaded; 2026-11-22, 255.6 MiB,
-2,000,729 events): ``json.load`` 12.0-19.1 s at 6.58x; ``parse_trace`` alone 0.48x at
-3.02x (``--parser-only``); the CLI 9.05 s against 11.97 s, i.e. 0.755x at 3.44x.
-With the array decoded in pieces (2026-11-24, ``--mb 1024 --whole-too --repeat 2``, load
-average 7-11): ``json.load`` 77 s at 6.55x; ``parse_trace`` whole 44.7 s at 2.93x, in
-pieces 31.3 s at 1.44x; the CLI 67 s at 1.47x (``ingest_vs_json_load`` 0.87).
+Figures: docs/architecture.md, "Trace parsing: speed and memory".
 """
 
 from __future__ import annotations
@@ -231,13 +237,36 @@ print(done.stdout, end="")
 """
 
 
-def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+#: _MEASURE with the command's CPU time (user + system) as a fourth figure.
+_MEASURE_CPU = _MEASURE.replace(
+    "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
+    "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+    "sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2]))",
+)
+
+
+def measure_cpu(cmd: list[str], env: dict[str, str], cwd: Path = PROJECT_ROOT
+                ) -> tuple[float, float, float, str]:
+    """(seconds, peak RSS in MB, CPU seconds, stdout) of cmd, as :func:`measure`."""
+    out = subprocess.run(
+        [sys.executable, "-c", _MEASURE_CPU, *cmd], env=env, cwd=cwd, capture_output=True,
+        text=True, check=True,
+    )
+    first, _, output = out.stdout.partition("\n")
+    code, seconds, kib, cpu = first.split()
+    if code != "0":
+        raise SystemExit(f"failed ({code}): {' '.join(cmd)}\n{output}{out.stderr}")
+    return float(seconds), int(kib) / 1024, float(cpu), output
+
+
+def measure(cmd: list[str], env: dict[str, str], cwd: Path = PROJECT_ROOT
+            ) -> tuple[float, float, str]:
     """(seconds, peak RSS in MB, stdout) of cmd, run under a fresh wrapper process: the
     wrapper's RUSAGE_CHILDREN then holds that one command's peak RSS."""
     out = subprocess.run(
         [sys.executable, "-c", _MEASURE, *cmd],
         env=env,
-        cwd=PROJECT_ROOT,
+        cwd=cwd,
         capture_output=True,
         text=True,
         check=True,
@@ -249,23 +278,37 @@ def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     return float(seconds), int(kib) / 1024, output
 
 
-def _cli_available() -> bool:
-    command = PROJECT_ROOT / "deviations" / "management" / "commands" / "ingest_traces.py"
-    other = PROJECT_ROOT / "ingest" / "management" / "commands" / "ingest_traces.py"
-    return (PROJECT_ROOT / "manage.py").exists() and (command.exists() or other.exists())
+_LOAD = "import json, sys; json.load(open(sys.argv[1], 'rb'))"
+_PARSE = (
+    "import sys; sys.path.insert(0, '.'); from ingest import traces; "
+    "whole = sys.argv[2] == 'whole'; "
+    "traces._PIECE_BYTES = 2**62 if whole else traces._PIECE_BYTES; "
+    "traces._decode_stream = (lambda *_: None) if whole else "
+    "getattr(traces, '_decode_stream', None); "
+    "traces.parse_trace(sys.argv[1], all_threads=True)"
+)
+
+
+def _has_option(root: Path, option: str) -> bool:
+    command = root / "deviations" / "management" / "commands" / "ingest_traces.py"
+    return option in command.read_text(encoding="utf-8")
+
+
+def _migrate(root: Path, env: dict[str, str]) -> None:
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], env=env, cwd=root,
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--events", type=int, default=2_000_000)
-    parser.add_argument("--mb", type=float, help="trace size in MiB (instead of --events)")
+    parser.add_argument("--sizes", default="60,250", help="trace sizes in MiB, comma-separated")
+    parser.add_argument("--events", type=int, help="one trace of this many events instead")
     parser.add_argument("--whole-too", action="store_true",
-                        help="also parse_trace with the array decoded whole, and in pieces")
+                        help="also parse_trace with the array decoded whole (no pieces)")
     parser.add_argument("--seed", type=int, default=20261122)
-    parser.add_argument("--keep", type=Path, help="write the trace here and keep it")
-    parser.add_argument(
-        "--parser-only", action="store_true", help="measure parse_trace even when the CLI exists"
-    )
+    parser.add_argument("--keep", type=Path, help="write the traces here and keep them")
+    parser.add_argument("--other", type=Path,
+                        help="another checkout (e.g. the commit before) measured beside")
     parser.add_argument(
         "--repeat", type=int, default=3, help="runs of each measurement (the fastest counts)"
     )
@@ -273,107 +316,86 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="deviations-bench-"))
     try:
-        trace = (options.keep or tmp) / "bench_trace.json"
-        # ~134 bytes per event in this generator (2,000,729 events: 255.6 MiB)
-        events = int(options.mb * 2**20 / 134) if options.mb else options.events
-        n = write_trace(trace, events, options.seed)
-        file_mb = trace.stat().st_size / 2**20
-        print(f"trace: {trace.name}, {n:,} events, {file_mb:.1f} MB")
-        env = dict(os.environ)
-        env["DATABASE_URL"] = f"sqlite:///{tmp / 'bench.sqlite3'}"
-        env["DJANGO_MEDIA_ROOT"] = str(tmp / "media")
-
-        cli = _cli_available() and not options.parser_only
-        if cli:
-            subprocess.run(
-                [sys.executable, "manage.py", "migrate", "--noinput"],
-                env=env,
-                cwd=PROJECT_ROOT,
-                check=True,
-                stdout=subprocess.DEVNULL,
-            )
-            label = "CLI ingest_traces"
-        else:
-            why = "--parser-only" if options.parser_only else "manage.py ingest_traces not found"
-            print(f"({why}: measuring parse_trace alone)")
-            label = "parse_trace"
-        load_cmd = [
-            sys.executable,
-            "-c",
-            "import json, sys; json.load(open(sys.argv[1], 'rb'))",
-            str(trace),
-        ]
-        parse_cmd = [
-            sys.executable, "-c",
-            "import sys; from ingest import traces; "
-            "traces._PIECE_BYTES = int(sys.argv[2]) or traces._PIECE_BYTES; "
-            "traces.parse_trace(sys.argv[1], all_threads=True)",
-            str(trace),
-        ]
-        extra = {"parse, whole": [*parse_cmd, str(2**62)], "parse, in pieces": [*parse_cmd, "0"]}
-        extras: dict[str, list[tuple[float, float]]] = {k: [] for k in extra}
-        loads: list[tuple[float, float]] = []
-        ingests: list[tuple[float, float]] = []
-        # Alternate the two and keep each one's fastest run: the machine is shared, and
-        # the minimum is the run least disturbed by others. Peaks are the largest seen.
-        for i in range(options.repeat):
-            seconds, peak, _ = measure(load_cmd, env)
-            loads.append((seconds, peak))
-            print(f"  json.load         run {i + 1}: {seconds:6.2f} s  peak {peak:7.1f} MB")
-            if cli:
-                series = "bench" if i == 0 else f"bench-{i + 1}"  # a new series: no duplicate
-                cmd = [
-                    sys.executable,
-                    "manage.py",
-                    "ingest_traces",
-                    "--series",
-                    series,
-                    "--release",
-                    "1",
-                    "--all-threads",
-                    str(trace),
-                ]
-            else:
-                cmd = [
-                    sys.executable,
-                    "-c",
-                    "import sys; from ingest.traces import parse_trace; "
-                    "parse_trace(sys.argv[1], all_threads=True)",
-                    str(trace),
-                ]
-            # The CLI keeps the file in the trace storage: an empty one for each run (the
-            # same bytes already there would not be copied again).
-            shutil.rmtree(tmp / "media", ignore_errors=True)
-            seconds, peak, output = measure(cmd, env)
-            if cli and not output.startswith("ok "):
-                raise SystemExit(f"the CLI did not ingest the trace: {output.strip()}")
-            ingests.append((seconds, peak))
-            print(f"  {label:17s} run {i + 1}: {seconds:6.2f} s  peak {peak:7.1f} MB")
-            for what, cmd in extra.items() if options.whole_too else ():
-                seconds, peak, _ = measure(cmd, env)
-                extras[what].append((seconds, peak))
-                print(f"  {what:17s} run {i + 1}: {seconds:6.2f} s  peak {peak:7.1f} MB")
-        load_s, load_mb = min(t for t, _ in loads), max(m for _, m in loads)
-        ingest_s, ingest_mb = min(t for t, _ in ingests), max(m for _, m in ingests)
-        print(f"file:              {file_mb:7.1f} MB, {n:,} events")
-        print(
-            f"json.load:         {load_s:6.2f} s  peak {load_mb:7.1f} MB "
-            f"({load_mb / file_mb:.2f}x file)"
-        )
-        print(
-            f"{label + ':':18s} {ingest_s:6.2f} s  peak {ingest_mb:7.1f} MB "
-            f"({ingest_mb / file_mb:.2f}x file)"
-        )
-        for what, runs in extras.items() if options.whole_too else ():
-            seconds, peak = min(t for t, _ in runs), max(m for _, m in runs)
-            print(f"{what + ':':18s} {seconds:6.2f} s  peak {peak:7.1f} MB "
-                  f"({peak / file_mb:.2f}x file, {seconds / load_s:.3f}x json.load)")
-        print(
-            f"ingest_vs_json_load={ingest_s / load_s:.3f} "
-            f"peak_rss_vs_file={ingest_mb / file_mb:.3f}"
-        )
+        roots = {"": PROJECT_ROOT}
+        if options.other:
+            roots["before: "] = options.other.resolve()
+        envs: dict[str, dict[str, str]] = {}
+        for i, (tag, root) in enumerate(roots.items()):
+            env = dict(os.environ)
+            env.pop("CELERY_BROKER_URL", None)  # the embedded default: analysis in-process
+            env["DATABASE_URL"] = f"sqlite:///{tmp / f'bench{i}.sqlite3'}"
+            env["DJANGO_MEDIA_ROOT"] = str(tmp / f"media{i}")
+            _migrate(root, env)
+            envs[tag] = env
+        sizes = [None] if options.events else [float(x) for x in options.sizes.split(",")]
+        results = []
+        for size in sizes:
+            results.append(_measure_size(options, size, tmp, roots, envs))
+        with open("/proc/loadavg", encoding="ascii") as f:
+            load = " ".join(f.read().split()[:3])
+        print(f"load average at the end: {load}")
+        for line in results:
+            print(line)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _measure_size(
+    options: argparse.Namespace, size: float | None, tmp: Path, roots: dict[str, Path],
+    envs: dict[str, dict[str, str]],
+) -> str:
+    """Write one trace, measure everything on it interleaved; return the summary line."""
+    folder = options.keep or tmp
+    trace = folder / f"bench_trace_{size or options.events}.json"
+    # ~134 bytes per event in this generator (2,000,729 events: 255.6 MiB)
+    events = int(size * 2**20 / 134) if size else options.events
+    n = write_trace(trace, events, options.seed)
+    file_mb = trace.stat().st_size / 2**20
+    print(f"trace: {trace.name}, {n:,} events, {file_mb:.1f} MB")
+    commands: dict[str, tuple[list[str], Path, str]] = {
+        "json.load": ([sys.executable, "-c", _LOAD, str(trace)], PROJECT_ROOT, ""),
+    }
+    for tag, root in roots.items():
+        cli = [sys.executable, "manage.py", "ingest_traces", "--release", "1", "--all-threads"]
+        if _has_option(root, "--no-analyse"):
+            commands[f"{tag}cli"] = ([*cli, "--no-analyse", str(trace)], root, tag)
+        commands[f"{tag}cli+analysis"] = ([*cli, str(trace)], root, tag)
+        commands[f"{tag}parser"] = ([sys.executable, "-c", _PARSE, str(trace), "pieces"],
+                                    root, tag)
+        if options.whole_too and not tag:
+            commands["parser, whole"] = ([sys.executable, "-c", _PARSE, str(trace), "whole"],
+                                         root, tag)
+    runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in commands}
+    # Alternate and keep each one's fastest run: the machine is shared, and the minimum is
+    # the run least disturbed by others. Peaks are the largest seen.
+    for i in range(options.repeat):
+        for j, (name, (cmd, root, tag)) in enumerate(commands.items()):
+            env = envs.get(tag, envs[""])
+            if "cli" in name:  # a new series each run: all its names are created
+                cmd = [*cmd[:3], "--series", f"bench-{n}-{i}-{j}", *cmd[3:]]
+                # an empty trace storage each run (bytes already there are not copied again)
+                shutil.rmtree(env["DJANGO_MEDIA_ROOT"], ignore_errors=True)
+            seconds, peak, cpu, output = measure_cpu(cmd, env, root)
+            if "cli" in name and not output.startswith("ok "):
+                raise SystemExit(f"the CLI did not ingest the trace: {output.strip()}")
+            runs[name].append((seconds, peak, cpu))
+            print(f"  {name:22s} run {i + 1}: {seconds:6.2f} s  peak {peak:7.1f} MB  "
+                  f"CPU {cpu:6.2f} s", flush=True)
+    best = {name: (min(r[0] for r in rs), max(r[1] for r in rs), min(r[2] for r in rs))
+            for name, rs in runs.items()}
+    load_s, load_cpu = best["json.load"][0], best["json.load"][2]
+    print(f"file: {file_mb:.1f} MB, {n:,} events (fastest of {options.repeat}, largest peak; "
+          "CPU: user + system, which moves less than wall time on a loaded machine)")
+    for name, (seconds, peak, cpu) in best.items():
+        print(f"  {name + ':':23s} {seconds:6.2f} s = {seconds / load_s:5.3f}x json.load   "
+              f"peak {peak:7.1f} MB = {peak / file_mb:5.2f}x file   "
+              f"CPU {cpu:6.2f} s = {cpu / load_cpu:5.3f}x")
+    trace.unlink() if not options.keep else None
+    return (f"size={file_mb:.1f}MB cli_vs_json_load={best['cli'][0] / load_s:.3f} "
+            f"parser_vs_json_load={best['parser'][0] / load_s:.3f} "
+            f"cli_peak_vs_file={best['cli'][1] / file_mb:.3f} "
+            f"parser_peak_vs_file={best['parser'][1] / file_mb:.3f} "
+            f"cli_cpu_vs_json_load={best['cli'][2] / load_cpu:.3f}")
 
 
 if __name__ == "__main__":

@@ -1007,3 +1007,110 @@ def test_traces_the_pieces_do_not_take_go_whole(text: str, monkeypatch: pytest.M
         assert isinstance(pieces, FunctionTimes)
         assert pieces.names == whole.names
         assert pieces.summary == whole.summary
+
+
+def _same_to_the_bit(a: FunctionTimes, b: FunctionTimes) -> None:
+    assert a.names == b.names
+    for key in ("self_us", "total_us", "calls", "caller", "callee", "edge_us"):
+        x, y = getattr(a, key), getattr(b, key)
+        assert x.dtype == y.dtype
+        assert x.tobytes() == y.tobytes(), key
+    assert a.summary == b.summary
+
+
+def _many_threads(rng: random.Random) -> list[dict]:
+    """Messy events on several threads, with fractional times (float sums round)."""
+    out = []
+    for tid in range(1, 7):
+        out += meta(1, tid, f"T{tid}")
+        for _ in range(rng.randint(0, 40)):
+            ts = rng.randint(0, 600) + rng.choice([0, 0.1, 0.25, 1 / 3])
+            kind = rng.random()
+            name = rng.choice("fghk")
+            if kind < 0.55:
+                dur = rng.choice([0, 1.7, 5, 20.01, 40, 99.9, None, -1])
+                out.append({"pid": 1, "tid": tid, **X(name, ts, dur)})
+            elif kind < 0.8:
+                out.append({"pid": 1, "tid": tid, **B(name, ts)})
+            else:
+                out.append({"pid": 1, "tid": tid, **E(ts)})
+    rng.shuffle(out)
+    return out
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.randoms(use_true_random=False))
+def test_property_batches_of_threads_give_the_same_floats(rng: random.Random) -> None:
+    """The nesting in batches of threads (a thread per batch here) adds the same floats in
+    the same order as one batch of every thread: equal to the bit, notes and counts too."""
+    events = _many_threads(rng)
+    saved = traces._BATCH_EVENTS
+    try:
+        traces._BATCH_EVENTS = 1 << 40
+        whole = parse(events, all_threads=True)
+        traces._BATCH_EVENTS = 1
+        _same_to_the_bit(parse(events, all_threads=True), whole)
+    finally:
+        traces._BATCH_EVENTS = saved
+
+
+@pytest.mark.parametrize("how", ["path", "gzip path", "stream", "gzip stream"])
+def test_a_file_is_read_in_pieces_without_holding_it(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = _piece_trace(random.Random(how), 300)
+    data = json.dumps({"traceEvents": events, "metadata": {"l": [{"a": 1}]}}).encode()
+    whole = parse_trace(data, all_threads=True)
+    path = tmp_path / "t.json"
+    path.write_bytes(gzip.compress(data) if "gzip" in how else data)
+    monkeypatch.setattr(traces, "_PIECE_BYTES", 200)
+    monkeypatch.setattr(traces.reading, "CHUNK", 97)
+    with path.open("rb") as f:
+        chunks = traces.reading.iter_chunks(f, 97)
+        assert isinstance(traces._decode_chunks(chunks, 1 << 30), traces._Columns)
+    if how.endswith("path"):
+        _same_to_the_bit(parse_trace(path, all_threads=True), whole)
+    else:
+        with path.open("rb") as f:
+            _same_to_the_bit(parse_trace(f, all_threads=True), whole)
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (lambda d: gzip.compress(d)[:-30], "truncated gzip stream"),
+        (lambda d: d[:-300], "truncated JSON"),
+        (lambda d: d.replace(b'"ph": "X"', b'"ph": "Q"', 1), None),  # the union refuses
+        (lambda d: d, "larger than the limit"),
+    ],
+)
+def test_what_the_pieces_of_a_file_do_not_take_goes_whole(
+    raw, reason: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = json.dumps(_piece_trace(random.Random(3), 300)).encode()
+    path = tmp_path / "t.json"
+    path.write_bytes(raw(data))
+    limit = len(data) - 1 if reason == "larger than the limit" else 1 << 30
+    with monkeypatch.context() as before:  # the whole-file path alone, as before pieces
+        before.setattr(traces, "_decode_stream", lambda *_: None)
+        try:
+            whole: FunctionTimes | str = parse_trace(path, all_threads=True, max_bytes=limit)
+        except TraceError as exc:
+            whole = str(exc)
+    monkeypatch.setattr(traces, "_PIECE_BYTES", 200)
+    with path.open("rb") as f:
+        assert traces._decode_stream(f, limit) is None
+        assert f.tell() == 0  # put back for the whole-file path
+    try:
+        pieces: FunctionTimes | str = parse_trace(path, all_threads=True, max_bytes=limit)
+    except TraceError as exc:
+        pieces = str(exc)
+    if reason is None:
+        assert isinstance(pieces, FunctionTimes)
+        assert isinstance(whole, FunctionTimes)
+        _same_to_the_bit(pieces, whole)
+    else:
+        assert pieces == whole
+        assert isinstance(pieces, str)
+        assert reason in pieces
+        assert pieces.startswith("t.json: ")

@@ -24,8 +24,10 @@ class Command(base.Command):
         "release was built from. Each file is one run and is stored whole or not "
         "at all; a file already ingested in the series (same sha256) is skipped. The file is "
         "kept in the trace storage, as uploads are (download from the run's page, `reingest`). "
-        "Prints one line per file, then updates the series' statistics (as `analyse` does); "
-        "exits with status 1 if any file failed."
+        "Prints one line per file, then updates the series' statistics (as `analyse` does): "
+        "here, after those lines, in the embedded default; queued to the worker when a broker "
+        "is configured (CELERY_BROKER_URL); not at all with --no-analyse. Exits with status 1 "
+        "if any file failed."
     )
 
     # The system checks import the URL configuration (the REST API, the pages): half a
@@ -53,6 +55,12 @@ class Command(base.Command):
             "--revision", default=None,
             help="commit hash or number the release was built from (with --release; a "
             "release that carries another one is refused: change it with series_settings)",
+        )
+        parser.add_argument(
+            "--no-analyse", action="store_true",
+            help="store the runs only, leaving the series' statistics to `analyse --series "
+            "NAME` (or to the worker's sweeper, within 2 minutes); nothing of the analysis "
+            "(SciPy) is loaded",
         )
         base.add_thread_arguments(parser)
         parser.add_argument(
@@ -95,16 +103,37 @@ class Command(base.Command):
             with tqdm.external_write_mode():
                 self.stdout.write(line if len(releases) == 1 else f"{entry.release}: {line}")
         if failed < len(entries):
-            # Imported here: the analysis brings SciPy (~0.4 s), which --help and a run of
-            # bad files never need.
-            from deviations.traces.analysis import analyse_series
-            from deviations.traces.notify import after_analysis
-
-            series_id = next(iter(releases.values())).series_id
-            self.stdout.write(f"analysis: {analyse_series(series_id)}")
-            after_analysis(series_id)  # its alerts, and the emails that are due
+            self._analyse(next(iter(releases.values())).series_id, opts)
         if failed:
             raise CommandError(f"{failed} of {len(entries)} file(s) failed")
+
+    def _analyse(self, series_id: int, opts: dict[str, Any]) -> None:
+        """The analysis after the ingest, as its own step: the runs are stored and their
+        lines printed before it starts, and it is not paid by ``--no-analyse``."""
+        if opts["no_analyse"]:
+            self.stdout.write(f"analysis: not run (--no-analyse): `manage.py analyse --series "
+                              f"{opts['series']}` runs it, as the worker's sweeper does")
+            return
+        # Imported here, as below: Celery, which --no-analyse does not load either.
+        from deviations.core.worker import app
+
+        if not app.conf.task_always_eager:  # a broker (CELERY_BROKER_URL) and its workers
+            from deviations.traces.uploads.tasks import queue_analysis
+
+            if queue_analysis(series_id):
+                self.stdout.write("analysis: queued for the worker")
+            else:
+                self.stdout.write(f"analysis: not queued (the broker is unreachable): the "
+                                  f"worker's sweeper or `manage.py analyse --series "
+                                  f"{opts['series']}` runs it")
+            return
+        # Imported here: the analysis brings SciPy (~0.5 s), which --help, --no-analyse and
+        # a run of bad files never need.
+        from deviations.traces.analysis import analyse_series
+        from deviations.traces.notify import after_analysis
+
+        self.stdout.write(f"analysis: {analyse_series(series_id)}")
+        after_analysis(series_id)  # its alerts, and the emails that are due
 
     @staticmethod
     def _entries(opts: dict[str, Any]) -> list[Any]:

@@ -62,13 +62,14 @@ def ingest_run(run_id: int) -> str:
     return run.status
 
 
-def queue_analysis(series_id: int) -> None:
-    """A stored run queues its series' analysis (unless one is queued and not started)."""
+def queue_analysis(series_id: int) -> bool:
+    """A stored run queues its series' analysis (unless one is queued and not started);
+    False when the broker could not be reached (the sweeper sends it later)."""
     # Imported when a run is stored, not with this module (which the web process loads to
     # send the ingest task): the analysis brings SciPy.
     from deviations.traces.tasks import analyse_series, send_once
 
-    send_once(analyse_series, series_id)
+    return send_once(analyse_series, series_id)
 
 
 def queue_ingest(run_id: int) -> bool:

@@ -296,3 +296,85 @@ def test_upload_check_endpoint(client) -> None:
     assert bad.status_code == 400
     assert set(bad.json()["errors"]) == {"series", "order"}
     assert not Series.objects.filter(name="wbe").exists()  # asking creates nothing
+
+
+def test_no_analyse_stores_the_runs_and_leaves_the_analysis(write_trace, simple_events) -> None:
+    from deviations.traces.analysis import is_up_to_date
+
+    ingest(write_trace("run1.json", simple_events), no_analyse=True)
+    out = ingest(write_trace("run2.json", simple_events[:-1]), release="2.0", no_analyse=True)
+    assert "ok run2.json" in out
+    assert "analysis: not run (--no-analyse): `manage.py analyse --series s1`" in out
+    series = Series.objects.get(name="s1")
+    assert {r.status for r in Run.objects.all()} == {Run.DONE}
+    assert not is_up_to_date(series)  # the sweeper or `analyse` takes it from here
+    call_command("analyse", "--series", "s1", stdout=io.StringIO())
+    assert is_up_to_date(series)
+
+
+def test_the_analysis_runs_after_the_ingest_lines(write_trace, simple_events) -> None:
+    from deviations.traces.analysis import is_up_to_date
+
+    ingest(write_trace("run1.json", simple_events))
+    out = ingest(write_trace("run2.json", simple_events[:-1]), release="2.0")
+    lines = out.splitlines()
+    assert lines[0].startswith("ok run2.json")
+    assert lines[1].startswith("analysis: ")
+    assert is_up_to_date(Series.objects.get(name="s1"))
+
+
+def test_with_a_broker_the_analysis_is_queued(write_trace, simple_events, monkeypatch) -> None:
+    from deviations.celery import app
+    from deviations.traces.analysis import is_up_to_date
+    from deviations.traces.uploads import tasks
+
+    queued: list[int] = []
+    reachable = True
+
+    def queue(series_id: int) -> bool:
+        queued.append(series_id)
+        return reachable
+
+    monkeypatch.setattr(tasks, "queue_analysis", queue)
+    ingest(write_trace("run1.json", simple_events), no_analyse=True)
+    app.conf.task_always_eager = False  # restored by the autouse in_process_tasks
+    out = ingest(write_trace("run2.json", simple_events[:-1]), release="2.0")
+    assert "analysis: queued for the worker" in out
+    series = Series.objects.get(name="s1")
+    assert queued == [series.pk]
+    assert not is_up_to_date(series)  # not analysed here
+    reachable = False
+    out = ingest(write_trace("run3.json", simple_events[1:]), release="3.0")
+    assert "analysis: not queued (the broker is unreachable)" in out
+    assert queued == [series.pk, series.pk]
+
+
+_NO_ANALYSIS_IMPORTS = r"""
+import io, os, sys
+import django
+os.environ["DJANGO_SETTINGS_MODULE"] = "deviations.settings"
+django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+call_command("ingest_traces", "--series", "s1", "--release", "1", "--no-analyse", sys.argv[1],
+             stdout=io.StringIO())
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("scipy", "plotly", "celery")
+             or m == "deviations.traces.analysis"))
+"""
+
+
+def test_no_analyse_loads_nothing_of_the_analysis(write_trace, simple_events, tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    path = write_trace("run1.json", simple_events)
+    env = dict(os.environ, DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+               DJANGO_MEDIA_ROOT=str(tmp_path / "media"))
+    env.pop("CELERY_BROKER_URL", None)
+    root = Path(runs.__file__).parents[3]
+    done = subprocess.run(  # noqa: S603 (our own interpreter and script)
+        [sys.executable, "-c", _NO_ANALYSIS_IMPORTS, str(path)], env=env, cwd=root,
+        capture_output=True, text=True, check=True, timeout=300,
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"
