@@ -476,26 +476,32 @@ def _tree(compared: CallTreeComparison, rows: list[dict[str, Any]], root: int
     return tree, cut
 
 
-def function_flags(series: Series, function: Any, rule: str) -> dict[str, Any]:
+def function_flags(series: Series, function: Any, rule: str,
+                   columns: tuple[int, int] | None = None) -> dict[str, Any]:
     """The function page's "why": for every regression or improvement of ``function``'s
-    total time (median, ``rule``), its attribution, each callee marked with its own total
-    -time verdict at that boundary. ``{"flags": [...], "note": str}``; no flags for a
-    metric series (no call tree) or before any analysis."""
+    total time (median, ``rule``) among the releases ``columns`` (start, stop; all when
+    None), its attribution, each callee marked with its own total-time verdict at that
+    boundary (read for that boundary only). ``{"flags": [...], "note": str}``; no flags
+    for a metric series (no call tree) or before any analysis."""
     if series.is_metrics:
         return {"flags": [], "note": ""}
-    detail = selectors.function_detail(series, function, "total", "median", rule)
-    found = selectors.stored_analysis(series, "total", "median", rule, ("verdict",))
-    if detail is None or found is None:
+    detail = selectors.function_detail(series, function, "total", "median", rule,
+                                       columns=columns)
+    if detail is None:
         return {"flags": [], "note": ""}
-    versions = selectors.release_versions(found["release_ids"])
-    fids = found["function_ids"].tolist()
+    start = columns[0] if columns is not None else 0
     verdicts: dict[str, dict[int, str]] = {}
-    for row in detail.rows:
+    for r, row in enumerate(detail.rows):
         if row["verdict"] in ("regression", "improvement"):
-            p = versions.index(row["release"]) - 1
+            c = start + r  # the pair ending at this release: its two columns
+            found = selectors.stored_analysis(series, "total", "median", rule, ("verdict",),
+                                              columns=(c - 1, c + 1))
+            if found is None:
+                return {"flags": [], "note": ""}
             verdicts[row["release"]] = {
                 fid: verdict_name(int(v))
-                for fid, v in zip(fids, found["verdict"][:, p].tolist(), strict=True)
+                for fid, v in zip(found["function_ids"].tolist(),
+                                  found["verdict"][:, 0].tolist(), strict=True)
                 if v != NO_VERDICT}
     flags = flag_attributions(series, function.pk, detail.rows, verdicts)
     missing = max((f["attribution"].without_tree for f in flags if "attribution" in f),

@@ -25,7 +25,15 @@ from deviations.core.text import plotly_text
 from deviations.traces import annotations as notes
 from deviations.traces import calltree, charts, compare, selectors, services
 from deviations.traces.forms import CommitSettingsForm
-from deviations.traces.matrix import MatrixQuery, cell_rows, cells_json, matrix_slice, range_problem
+from deviations.traces.matrix import (
+    WINDOW,
+    MatrixQuery,
+    cell_rows,
+    cells_json,
+    matrix_slice,
+    range_problem,
+    release_window,
+)
 from deviations.traces.models import Function, Release, ReleaseAnnotation, Run, Series
 from deviations.traces.uploads import files
 from deviations.traces.uploads.results import set_metric
@@ -162,6 +170,7 @@ def _series_context(request: HttpRequest, series: Series, query: MatrixQuery,
         "permalink": request.path + ("?" + query.params() if query.params() else ""),
         "export_csv": "?" + query.params(format="csv"),
         "export_json": "?" + query.params(format="json"),
+        "default_window": WINDOW,
         "prev_page": query.params(page=view.query.page - 1) if view and view.query.page > 1
         else None,
         "next_page": query.params(page=view.query.page + 1)
@@ -181,8 +190,12 @@ def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpRe
     series = get_object_or_404(Series, name=name)
     function = get_object_or_404(Function, series=series, pk=function_id)
     query = MatrixQuery.for_series(request.GET, series)
+    # The matrix's window of releases (the newest by default; exports: ``window=all``).
+    window = release_window(series, query)
+    columns = window.columns if window is not None else None
     detail = selectors.function_detail(series, function, query.metric, query.estimator,
-                                       query.rule, with_samples="runs" in request.GET)
+                                       query.rule, with_samples="runs" in request.GET,
+                                       columns=columns)
     fmt = request.GET.get("format")
     if fmt in ("csv", "json"):
         # The range as its export columns (the page's ``culprit`` is for the template).
@@ -213,7 +226,9 @@ def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpRe
                                             unit_label=metric.unit if metric else None,
                                             title="Median CI against the number of runs")
     context = {
-        "why": calltree.function_flags(series, function, query.rule),
+        "why": calltree.function_flags(series, function, query.rule, columns),
+        "window": window, "default_window": WINDOW,
+        "window_extra": "&runs=1" if "runs" in request.GET else "",
         "series": series, "function": function, "query": query, "detail": detail,
         "figure": figure, "narrowing": narrowing, "unit": unit, "metric": metric,
         "sample_word": "value" if series.is_metrics else "run",
