@@ -16,12 +16,17 @@ from urllib.parse import urlencode
 
 import numpy as np
 
+from deviations.core import memo
 from deviations.core.errors import UserError
 from deviations.stats.intervals import MIN_RUNS
 from deviations.stats.releases import oriented
 from deviations.stats.twosample import TWO_SAMPLE_VERDICTS, compare_two
 from deviations.traces import selectors
-from deviations.traces.models import Release, Series
+from deviations.traces.models import Release, Run, Series
+
+PER_PAGE: Final = 100
+"""Rows of the compare page's table (20,000 functions rendered took 20 s and 12 MB of
+HTML; issue 24): the rest by the pager, or the exports."""
 
 FDR: Final = 0.05
 """False-discovery rate of the Benjamini–Hochberg step over the comparison's functions."""
@@ -56,6 +61,7 @@ class CompareQuery:
     show: str = "all"
     sort: str = "verdict"
     test: str = "auto"
+    page: int = 1  # of PER_PAGE rows (the page's table; exports give every row)
 
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> CompareQuery:
@@ -69,6 +75,10 @@ class CompareQuery:
                              ("sort", SORTS), ("test", TESTS)):
             if params.get(key) in allowed:
                 values[key] = params[key]
+        try:
+            values["page"] = min(max(int(params.get("page", 1)), 1), 10**6)
+        except ValueError:
+            values["page"] = 1
         return cls(**values)
 
     def params(self, **changes: Any) -> str:
@@ -76,7 +86,7 @@ class CompareQuery:
         current = replace(self, **{k: v for k, v in changes.items() if k != "format"})
         default = CompareQuery()
         pairs = [(k, getattr(current, k)) for k in ("base", "new", "metric", "q", "show",
-                                                    "sort", "test")
+                                                    "sort", "test", "page")
                  if getattr(current, k) != getattr(default, k)]
         if changes.get("format"):
             pairs.append(("format", changes["format"]))
@@ -231,3 +241,25 @@ def filter_rows(rows: list[dict[str, Any]], q: str = "", show: str = "all") -> l
         and (show == "all" or r["verdict"] == show or (show == "changed"
                                                        and r["verdict"] in changed))
     ]
+
+
+def remembered_comparison(series: Series, query: CompareQuery) -> ReleaseComparison:
+    """``compare_releases`` of the page's controls, kept in the process (``core.memo``)
+    until a run of either release or a setting the verdicts read changes: the next page,
+    sort or filter of the same comparison reads nothing but the runs' ids (20,000
+    functions: ~1 s to compare, every time, before)."""
+    runs = tuple(Run.objects.filter(
+        release__series=series, release__version__in=[query.base, query.new],
+        status=Run.DONE).order_by("id").values_list("release__version", "id", "finished"))
+    key = ("compare", series.pk, query.base, query.new, query.metric, query.test, runs,
+           series.min_relative_change, series.min_absolute_change_us,
+           selectors.metric_settings_key(series))
+
+    def make() -> tuple[ReleaseComparison, int]:
+        result = compare_releases(series, query.base, query.new, query.metric,
+                                  test=query.test)
+        return result, 600 * len(result.rows)  # ~ bytes of a row's dict
+
+    kept = memo.remembered(key, make)
+    assert kept is not None  # make() never returns None
+    return kept

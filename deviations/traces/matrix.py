@@ -46,6 +46,10 @@ MAX_PER_PAGE = 2000
 #: 2 MB whatever the history (issue 24: 56 MB at 2,000 releases without a window).
 WINDOW = 30
 WINDOWS = (10, 30, 100, 300)
+#: Past this many releases, pages list only the releases they show (the matrix's window;
+#: the pickers take any version typed): 2,000 releases in four selects and a table were
+#: two thirds of a 1.4 MB matrix page.
+MANY_RELEASES = 200
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,11 @@ from typing import Any
 
 import msgspec
 import numpy as np
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q, Value
 from django.shortcuts import get_object_or_404
 
 from deviations.alerts.selectors import CulpritRange, range_columns, series_ranges
+from deviations.core import memo
 from deviations.core.db import batches
 from deviations.core.errors import UserError
 from deviations.stats.intervals import MIN_RUNS, median_ci
@@ -82,9 +83,15 @@ def selftime_rows(series: Series) -> Iterator[dict[str, Any]]:
             }
 
 
-def releases_with_counts(series: Series) -> list[Release]:
+def releases_with_counts(series: Series, versions: Iterable[str] | None = None
+                         ) -> list[Release]:
+    """The series' releases (those ``versions`` only, when given) with their runs done,
+    failed and pending, in series order."""
+    releases = series.releases.all()
+    if versions is not None:
+        releases = releases.filter(version__in=list(versions))
     return list(
-        series.releases.annotate(
+        releases.annotate(
             runs_done=Count("runs", filter=Q(runs__status=Run.DONE)),
             runs_failed=Count("runs", filter=Q(runs__status=Run.FAILED)),
             runs_pending=Count("runs", filter=Q(runs__status=Run.PENDING)),
@@ -99,10 +106,18 @@ def releases_lacking_runs(series: Series,
     with one run is a column: the shift rule judges it (the paper rule needs two runs a
     side). ``releases``: ``releases_with_counts(series)`` when the caller has it already.
     """
-    if releases is None:
-        releases = releases_with_counts(series)
+    if releases is None:  # those without a done run only (an anti-join: a long history)
+        releases = list(series.releases.filter(
+            ~Exists(Run.objects.filter(release=OuterRef("pk"), status=Run.DONE))
+        ).annotate(runs_done=Value(0)).order_by("sort_key", "id"))
     return [{"version": r.version, "runs_done": r.runs_done, "url": r.get_absolute_url()}
             for r in releases if r.runs_done < 1]
+
+
+def one_run_releases(series: Series) -> int:
+    """How many of the series' releases have exactly one done run."""
+    return (Run.objects.filter(series=series, status=Run.DONE).order_by()
+            .values("release").annotate(n=Count("*")).filter(n=1).count())
 
 
 def lacking_runs_by_series() -> dict[int, list[str]]:
@@ -565,16 +580,29 @@ class FunctionDetail:
 def latest_deviations(series: Series) -> dict[str, Any] | None:
     """Regressions and improvements of the last analysed release pair (self time, median,
     the series' rule: the one its matrix shows by default)."""
-    ids = analysed_release_ids(series)
-    if ids is None or len(ids) < 2:
+    generation = analysis_generation(series)
+    if generation is None:
         return None
-    # The last pair's two columns only (the home page: one read per series).
-    found = stored_analysis(series, "self", "median", series.default_rule, ("verdict",),
-                            columns=(len(ids) - 2, len(ids)))
-    if found is None or found["verdict"].shape[1] == 0:
+
+    def make() -> tuple[tuple[np.ndarray, list[str]] | None, int]:
+        ids = analysed_release_ids(series)
+        if ids is None or len(ids) < 2:
+            return None, 0
+        # The last pair's two columns only (the home page: one read per series).
+        found = stored_analysis(series, "self", "median", series.default_rule, ("verdict",),
+                                columns=(len(ids) - 2, len(ids)))
+        if found is None or found["verdict"].shape[1] == 0:
+            return None, 0
+        last = found["verdict"][:, -1].copy()
+        return (last, release_versions(found["release_ids"][-2:])), last.nbytes
+
+    # Kept per analysis (and the settings verdicts are read through), as the matrix is.
+    key = ("latest", series.pk, generation, series.default_rule, series.min_relative_change,
+           series.min_absolute_change_us, metric_settings_key(series))
+    kept = memo.remembered(key, make)
+    if kept is None:
         return None
-    last = found["verdict"][:, -1]
-    versions = release_versions(found["release_ids"][-2:])
+    last, versions = kept
     # The newest release may have too few runs to be analysed: say so, never skip it.
     newest = (Release.objects.filter(series=series).order_by("-sort_key", "-id")
               .annotate(done=Count("runs", filter=Q(runs__status=Run.DONE)))

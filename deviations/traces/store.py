@@ -740,8 +740,11 @@ def read_analysis(
         if asked is not None:
             rows = np.flatnonzero(np.isin(function_ids, asked))
         got: dict[str, np.ndarray] = {}
-        # The shift rule's fields live in the median blocks whatever the estimator.
-        for est, names in ((estimator, own_fields), (ESTIMATORS[0], shift_fields)):
+        # The shift rule's fields live in the median blocks whatever the estimator (one
+        # read when the estimator is the median).
+        reads = ([(estimator, own_fields + shift_fields)] if estimator == ESTIMATORS[0]
+                 else [(estimator, own_fields), (ESTIMATORS[0], shift_fields)])
+        for est, names in reads:
             if not names:
                 continue
             found, span = _read_blocks(

@@ -153,12 +153,12 @@ class StoredFiller:
     """
 
     def __init__(self, functions: int, releases: int, runs: int, seed: int,
-                 metrics: tuple[str, ...]) -> None:
+                 metrics: tuple[str, ...], name: str = SERIES) -> None:
         from deviations.traces.models import Function, Series
 
         self.rng = np.random.default_rng(seed)
         self.F, self.R, self.runs, self.metrics = functions, releases, runs, metrics
-        self.series = Series.objects.create(name=SERIES)
+        self.series = Series.objects.create(name=name)
         names = [f"Blink.Function{k:05d}::Run" for k in range(functions)]
         Function.objects.bulk_create(
             [Function(series=self.series, name=n, name_sha1=Function.digest(n)) for n in names],
