@@ -26,7 +26,7 @@ import numpy as np
 from deviations.core.errors import UserError
 from deviations.stats.attribution import TOTAL, Attribution, attribute_change
 from deviations.stats.intervals import MIN_RUNS
-from deviations.stats.releases import NO_VERDICT, verdict_name
+from deviations.stats.releases import IMPROVEMENT, NO_VERDICT, REGRESSION, verdict_name
 from deviations.stats.twosample import TWO_SAMPLE_VERDICTS
 from deviations.traces import selectors
 from deviations.traces.models import Release, Run, RunCalls, RunTimes, Series
@@ -485,17 +485,27 @@ def function_flags(series: Series, function: Any, rule: str,
     for a metric series (no call tree) or before any analysis."""
     if series.is_metrics:
         return {"flags": [], "note": ""}
-    detail = selectors.function_detail(series, function, "total", "median", rule,
-                                       columns=columns)
-    if detail is None:
+    mine = selectors.stored_analysis(series, "total", "median", rule,
+                                     ("verdict", "first", "last"), columns=columns,
+                                     function_ids=[function.pk], kept=True)
+    if mine is None or len(mine["function_ids"]) == 0:
         return {"flags": [], "note": ""}
-    start = columns[0] if columns is not None else 0
+    start = int(mine["start"])
+    versions = selectors.release_versions(mine["release_ids"])
+    flagged = [p for p, v in enumerate(mine["verdict"][0].tolist())
+               if v in (REGRESSION, IMPROVEMENT)]
+    reached = selectors.column_versions(mine, np.concatenate(
+        [mine["first"][0, flagged], mine["last"][0, flagged]]))
+    rows = [{"release": versions[p + 1], "previous": versions[p],
+             "verdict": verdict_name(int(mine["verdict"][0, p])),
+             "compared_from": reached[int(mine["first"][0, p])],
+             "compared_to": reached[int(mine["last"][0, p])]} for p in flagged]
     verdicts: dict[str, dict[int, str]] = {}
-    for r, row in enumerate(detail.rows):
+    for p, row in zip(flagged, rows, strict=True):
         if row["verdict"] in ("regression", "improvement"):
-            c = start + r  # the pair ending at this release: its two columns
+            c = start + p + 1  # the pair ending at this release: its two columns
             found = selectors.stored_analysis(series, "total", "median", rule, ("verdict",),
-                                              columns=(c - 1, c + 1))
+                                              columns=(c - 1, c + 1), kept=True)
             if found is None:
                 return {"flags": [], "note": ""}
             verdicts[row["release"]] = {
@@ -503,7 +513,7 @@ def function_flags(series: Series, function: Any, rule: str,
                 for fid, v in zip(found["function_ids"].tolist(),
                                   found["verdict"][:, 0].tolist(), strict=True)
                 if v != NO_VERDICT}
-    flags = flag_attributions(series, function.pk, detail.rows, verdicts)
+    flags = flag_attributions(series, function.pk, rows, verdicts)
     missing = max((f["attribution"].without_tree for f in flags if "attribution" in f),
                   default=0)
     return {"flags": flags, "note": no_tree_words(series, missing) if missing else ""}

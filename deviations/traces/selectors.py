@@ -43,6 +43,7 @@ from deviations.traces.store import (
     generation,
     read_analysis,
     replicates,
+    view_keys,
 )
 
 
@@ -242,6 +243,7 @@ def analysed_release_ids(series: Series) -> np.ndarray | None:
 def stored_analysis(
     series: Series, metric: str, estimator: str, rule: str, keys: Iterable[str] | None = None,
     *, columns: tuple[int, int] | None = None, function_ids: Iterable[int] | None = None,
+    kept: bool = False,
 ) -> dict[str, np.ndarray] | None:
     """The stored matrices of one (metric, estimator, rule), or None before any analysis.
 
@@ -255,24 +257,44 @@ def stored_analysis(
     ``analysed_release_ids``) and rows (``store.read_analysis``). A digression is marked
     by what follows it: with ``columns``, up to ``DIGRESSION_SPAN`` more releases are read
     to mark them as the whole matrix would, then left out.
+
+    ``kept``: the arrays are kept in the process for the next request of the same analysis
+    (``core.memo``, read-only arrays; for small reads: a function's row, a release's pair).
     """
-    wanted = None if keys is None else list(keys)
-    if wanted is not None and "verdict" in wanted:
+    if kept:
+        ids = None if function_ids is None else tuple(int(i) for i in function_ids)
+        generation = analysis_generation(series)
+        if generation is None:
+            return None
+        key = ("stored", series.pk, generation, metric, estimator, rule,
+               None if keys is None else tuple(keys), columns, ids,
+               series.min_relative_change, series.min_absolute_change_us,
+               metric_settings_key(series))
+        return memo.remembered(key, lambda: _frozen(stored_analysis(
+            series, metric, estimator, rule, keys, columns=columns, function_ids=ids)))
+    wanted = list(view_keys(rule) if keys is None else keys)
+    marks = "digression" in wanted
+    if "verdict" in wanted:
         wanted += ["diff", "before"]
-        if rule == "paper" and "digression" in wanted:
+        if rule == "paper" and marks:
             wanted += ["lo", "hi"]
+        if marks:  # marked once, after the minimum practical change (_practical)
+            wanted.remove("digression")
     window = None
     if columns is not None:
         start, stop = columns
-        marks = wanted is None or "digression" in wanted
         window = slice(start, stop + DIGRESSION_SPAN if marks else stop)
     found = read_analysis(series, metric, estimator, rule, wanted, columns=window,
                           function_ids=function_ids)
     if found is not None and "verdict" in found:
-        found = _practical(series, rule, found)
+        found = _practical(series, rule, found, marks)
     if found is not None and columns is not None:
         found = _cut(found, columns[1] - columns[0])
     return found
+
+
+def _frozen(found: dict[str, np.ndarray] | None) -> tuple[dict[str, np.ndarray], int] | None:
+    return None if found is None else memo.frozen(found)
 
 
 def _cut(found: dict[str, np.ndarray], releases: int) -> dict[str, np.ndarray]:
@@ -291,7 +313,7 @@ def _cut(found: dict[str, np.ndarray], releases: int) -> dict[str, np.ndarray]:
     return out
 
 
-def _practical(series: Series, rule: str, found: dict[str, np.ndarray]
+def _practical(series: Series, rule: str, found: dict[str, np.ndarray], marks: bool
                ) -> dict[str, np.ndarray]:
     verdict, min_relative, min_absolute = found["verdict"], series.min_relative_change, \
         series.min_absolute_change_us
@@ -308,7 +330,7 @@ def _practical(series: Series, rule: str, found: dict[str, np.ndarray]
     )
     found["verdict"] = verdict
     deviation = (verdict == REGRESSION) | (verdict == IMPROVEMENT)
-    if "digression" in found:
+    if marks:
         found["digression"] = (digressions(verdict, found["lo"], found["hi"])
                                if rule == "paper"
                                else level_digressions(verdict, found["before"], found["diff"]))
@@ -638,10 +660,10 @@ def function_detail(
                 "final_within")
     med = stored_analysis(series, metric, "median", rule,
                           per_release + per_pair * (estimator == "median"), columns=columns,
-                          function_ids=[function.pk])
+                          function_ids=[function.pk], kept=True)
     mean = stored_analysis(series, metric, "mean", rule,
                            per_release + per_pair * (estimator == "mean"), columns=columns,
-                           function_ids=[function.pk])
+                           function_ids=[function.pk], kept=True)
     if med is None or mean is None:
         return None
     where = np.flatnonzero(med["function_ids"] == function.pk)
@@ -763,7 +785,8 @@ def release_changes(release: Release, metric: str, estimator: str, rule: str) ->
         return empty
     # The release and the one before it: the pair's two columns only.
     c = int(where[0])
-    found = stored_analysis(release.series, metric, estimator, rule, columns=(c - 1, c + 1))
+    found = stored_analysis(release.series, metric, estimator, rule, columns=(c - 1, c + 1),
+                            kept=True)
     if found is None or len(found["release_ids"]) < 2:
         return empty
     p = 0
