@@ -1,21 +1,35 @@
-"""Benchmark of the stored analysis and the matrix page on a large PostgreSQL series.
+"""Benchmark of the stored analysis and the pages on a large PostgreSQL series.
 
 Run from the project root (PostgreSQL on 127.0.0.1:5432, trust auth)::
 
     python -m tests.benchmarks.pages [--releases 100] [--functions 2000] [--runs 20]
                                      [--database deviations_bench] [--seed 20261122]
-                                     [--pages-only] [--reuse]
+                                     [--pages-only] [--reuse] [--synthetic] [--fill-only]
+                                     [--metrics self,total] [--runtimes-releases 3]
 
-The issue's scale case is ``--releases 300 --functions 5000 --pages-only`` (matrix page
-target: <= 80 ms HTML and <= 100 ms JSON); ``--reuse`` keeps the database if this benchmark
-filled it before (whatever its sizes: filling 300 × 5,000 takes minutes).
+Issue 24's scale case is ``--synthetic --releases 2000 --functions 20000 --runs 10``
+(targets: each page <= 200 ms on the server, the matrix JSON of a page of 100 functions
+<= 2 MB, the first Plotly draw of the matrix <= 1 s in Chromium); ``--reuse`` keeps the
+database if this benchmark filled it before (whatever its sizes), ``--fill-only`` stops
+after filling.
 
-It recreates the database ``--database``, migrates it and fills it directly (bulk inserts
-of Series, Release, Function, Run and RunTimes rows; no traces are parsed) with one series
-of ``--releases`` releases × ``--functions`` functions × ``--runs`` runs: lognormal
-per-function levels and run-to-run noise, a coarse clock for the shortest functions
-(ties), functions missing from some runs, and planted steps (lasting ×1.6 regressions and
-improvements, and digressions that come back). Then it measures:
+It recreates the database ``--database`` and migrates it. Then either
+
+- (default) it fills it directly (bulk inserts of Series, Release, Function, Run and
+  RunTimes rows; no traces are parsed) with one series of ``--releases`` releases ×
+  ``--functions`` functions × ``--runs`` runs: lognormal per-function levels and run-to-run
+  noise, a coarse clock for the shortest functions (ties), functions missing from some
+  runs, and planted steps (lasting ×1.6 regressions and improvements, and digressions that
+  come back), and analyses it; or
+- (``--synthetic``, ``StoredFiller``) it writes the stored analysis itself (summary row and
+  every block, split by ``store.BLOCK_ROWS``, in the layout ``traces.store`` writes) from
+  synthetic levels, steps and noise whose verdicts follow their intervals, with Release,
+  Run and Function rows, and RunTimes for the newest ``--runtimes-releases`` releases
+  (what the release, compare and ``?runs=1`` pages read): 2,000 × 20,000 in ~5 minutes
+  and ~16 GB, where analysing 400 million run values would take hours. Implies
+  ``--pages-only``.
+
+Then it measures:
 
 - ``full_s``: ``analyse --full`` (every matrix recomputed from every run), median of 3;
 - ``incremental_s``: a release arrives at the end with its runs, then the analysis a
@@ -24,19 +38,24 @@ improvements, and digressions that come back). Then it measures:
   release inserted in the middle of the series; ``incremental_cold_s``: one more release
   analysed by a process that does not remember what it stored last (another worker);
 - ``--pages-only`` skips the three items above (only the first analysis is made);
-- ``matrix_page_ms``: warm server time of ``GET /series/<name>/`` plus that of its JSON
-  ``/series/<name>/matrix.json`` (django.test.Client in-process, median of several
-  requests each, after two warm-up requests; target <= 300), printed as
-  ``matrix_html_ms`` and ``matrix_json_ms``, after the same with the page cache off
-  (``matrix_html_uncached_ms``, ``matrix_json_uncached_ms``: what the first request after
-  a new analysis pays);
+- server time of each page (django.test.Client in-process, median of ``--repeat``
+  requests after two warm-up requests), first with the page cache off (every request
+  reads the stored blocks: what the first request after a new analysis pays, "uncached"),
+  then on ("warm"), side by side in one run: home ``/``, the matrix ``/series/<name>/`` and
+  its JSON ``matrix.json`` (with its size), a function page in the middle of the matrix
+  and the same with ``?runs=1``, the newest release's page, and the newest two releases
+  compared; printed as a table against the targets, with the load average;
 - ``matrix_render_ms``: ``manage.py runserver --noreload`` on a free loopback port, then
   Debian's Chromium (Playwright, ``/usr/bin/chromium``) opens the page in a fresh context
   (empty cache); the time from navigation until ``#matrix`` holds Plotly's ``.main-svg``
-  or carries ``data-rendered="true"`` (median of three; target <= 2,000).
+  or carries ``data-rendered="true"`` (median of three). Without ``node_modules/`` the
+  full plotly bundle is served (4.8 MB instead of 1.2 MB): run ``npm ci`` first.
 
 The last line printed is
-``matrix_page_ms=<x> incremental_s=<y> incremental_vs_full=<z> matrix_render_ms=<w>``.
+``matrix_page_ms=<x> incremental_s=<y> incremental_vs_full=<z> matrix_render_ms=<w>``
+(without ``--synthetic``), and always a line of the matrix's figures
+``matrix_html_ms=… matrix_json_ms=… matrix_html_uncached_ms=… matrix_json_uncached_ms=…
+matrix_json_bytes=…``.
 """
 
 from __future__ import annotations
