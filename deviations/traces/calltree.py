@@ -328,12 +328,17 @@ def flag_attributions(series: Series, function_id: int, rows: list[dict[str, Any
     function page's rows of the total-time analysis), the attribution over the runs its
     verdict compared (``compared_from`` .. previous against release .. ``compared_to``):
     ``{"release", "previous", "verdict", "attribution" | "error"}``."""
-    releases = list(series.releases.order_by("sort_key", "id"))
+    flagged = [row for row in rows if row["verdict"] in ("regression", "improvement")]
+    ends = {v for row in flagged for v in (row["compared_from"] or row["previous"],
+                                           row["compared_to"] or row["release"])}
+    keys = series.releases.filter(version__in=ends).values_list("sort_key", flat=True)
+    # The releases the flags' comparisons span only (a long history: not all of them).
+    releases = list(series.releases.filter(sort_key__gte=min(keys, default=""),
+                                           sort_key__lte=max(keys, default=""))
+                    .order_by("sort_key", "id")) if ends else []
     position = {r.version: k for k, r in enumerate(releases)}
     out = []
-    for row in rows:
-        if row["verdict"] not in ("regression", "improvement"):
-            continue
+    for row in flagged:
         first = position[row["compared_from"] or row["previous"]]
         last = position[row["compared_to"] or row["release"]]
         at = position[row["release"]]
