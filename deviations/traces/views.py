@@ -312,16 +312,13 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
     series = get_object_or_404(Series, name=name)
     query = compare.CompareQuery.from_params(request.GET)
     result, error, status = None, "", 200
+    rows: list[dict[str, Any]] = []
     fmt = request.GET.get("format")
     if query.base or query.new or fmt in ("csv", "json"):
         try:
-            result = compare.remembered_comparison(series, query)
+            result, rows = compare.remembered_rows(series, query)
         except compare.CompareError as exc:
             error, status = exc.message, exc.status
-    rows = []
-    if result is not None:
-        rows = compare.sort_rows(compare.filter_rows(result.rows, query.q, query.show),
-                                 query.sort)
     if fmt in ("csv", "json"):
         if error:
             return HttpResponse(error, status=status, content_type="text/plain; charset=utf-8")
