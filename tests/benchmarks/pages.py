@@ -187,11 +187,16 @@ class StoredFiller:
                              .values_list("id", flat=True), dtype=np.int64)
         self.level = self.rng.lognormal(np.log(200), 1.5, functions)
         self.noise = self.rng.uniform(0.01, 0.08, functions)
-        # Lasting steps: about one function in 50 changes level somewhere in the history.
-        self.steps = sorted(
+        # Lasting steps: about one function in 50 changes level somewhere in the history;
+        # digressions: one in ten goes ×1.6 for five releases, then back.
+        steps = [
             (int(self.rng.integers(1, releases)), int(f), float(self.rng.choice([1.6, 1 / 1.6])))
             for f in self.rng.choice(functions, functions // 50, replace=False)
-        )
+        ]
+        for f in self.rng.choice(functions, max(1, functions // 10), replace=False):
+            at = int(self.rng.integers(1, max(2, releases - 6)))
+            steps += [(at, int(f), 1.6), (at + 5, int(f), 1 / 1.6)]
+        self.steps = sorted(steps)
 
     def fill(self, runtimes_releases: int) -> None:
         from django.utils import timezone

@@ -165,3 +165,35 @@ def test_the_compare_page_shows_a_page_of_functions(client: Client,
     html = client.get(url + "&page=2").content.decode()
     assert html.count('class="how-many"') == 50
     assert len(json.loads(client.get(url + "&format=json").content)) == 150
+
+
+@pytest.mark.parametrize("rule", ["shifts", "paper"])
+def test_a_window_shows_what_the_whole_matrix_shows_there(
+        client: Client, histories: dict[str, int], rule: str) -> None:
+    """The cells of a window equal the whole matrix's cells of the same pairs: verdicts,
+    digressions (marked with the releases after the window), provisional marks, culprit
+    ranges, and the releases each comparison reached."""
+    every = cells(client, f"/series/long/matrix.json?window=all&per=100&rule={rule}")
+    starts = [int(c["from_release"].split(".")[1]) for c in every if c["digression"]]
+    assert starts  # something to get right at the edges
+    # A window ending two releases after a digression starts: its return is after the
+    # window, in the releases read beyond it.
+    edge = f"last=1.{starts[0] + 2}"
+    for window in (edge, "last=1.60", "last=1.88&window=10", "first=1.0&window=15", ""):
+        shown = cells(client, f"/series/long/matrix.json?{window}&per=100&rule={rule}")
+        inside = {p for p in pairs(shown)}
+        expected = [c for c in every if (c["from_release"], c["to_release"]) in inside]
+        key = lambda c: (c["function"], int(c["to_release"].split(".")[1]))  # noqa: E731
+        assert sorted(shown, key=key) == sorted(expected, key=key), window
+    # The function page's rows likewise.
+    fid = Function.objects.filter(series__name="long").order_by("id")[3].pk
+    rows = json.loads(client.get(f"/series/long/functions/{fid}/?format=json&last=1.60"
+                                 f"&rule={rule}").content)
+    whole = {r["release"]: r for r in json.loads(client.get(
+        f"/series/long/functions/{fid}/?format=json&window=all&rule={rule}").content)}
+    assert len(rows) == WINDOW
+    # The pair ending at the window's first release begins before it (the older window's
+    # last pair): that row holds the release alone.
+    assert rows[0]["previous"] is None
+    assert rows[0]["median"] == whole[rows[0]["release"]]["median"]
+    assert rows[1:] == [whole[r["release"]] for r in rows[1:]]
