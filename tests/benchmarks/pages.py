@@ -402,8 +402,9 @@ def wait_for(port: int, proc: subprocess.Popen[bytes], path: str) -> None:
         time.sleep(0.5)
 
 
-def render_time(database: str, repeat: int) -> float:
-    """Median ms from navigation until the matrix is drawn in headless Chromium."""
+def render_time(database: str, repeat: int, query: str = "") -> float:
+    """Median ms from navigation until the matrix is drawn in headless Chromium (the matrix
+    page with the query string ``query``)."""
     from playwright.sync_api import sync_playwright
 
     port = free_port()
@@ -412,7 +413,7 @@ def render_time(database: str, repeat: int) -> float:
         [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
         cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
-    url = f"http://127.0.0.1:{port}/series/{SERIES}/"
+    url = f"http://127.0.0.1:{port}/series/{SERIES}/" + (f"?{query}" if query else "")
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -472,12 +473,20 @@ def main() -> None:
                         help="with --synthetic: the newest releases given run times")
     parser.add_argument("--fill-only", action="store_true",
                         help="fill the database and stop (measure later with --reuse)")
+    parser.add_argument("--render-only", default=None, metavar="QUERY",
+                        help="with --reuse: only the drawing time of the matrix page with "
+                             "this query string ('' for the default page)")
     args = parser.parse_args()
 
     os.chdir(PROJECT_ROOT)
     if args.reuse and filled(args.database):
         setup_django(args.database)
         print(f"reusing the database {args.database}")
+        if args.render_only is not None:
+            load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+            ms = render_time(args.database, args.repeat, args.render_only)
+            print(f"matrix_render_ms={ms:.0f} (?{args.render_only}; load average {load})")
+            return
         pages(args)
         return
     recreate_database(args.database)
