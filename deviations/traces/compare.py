@@ -122,8 +122,10 @@ def _release(series: Series, version: str, side: str) -> Release:
                            status=404) from None
 
 
-def _number(x: float) -> float | None:
-    return float(x) if np.isfinite(x) else None
+def _numbers(values: np.ndarray) -> list[float | None]:
+    """Floats of a column, NaN and infinities as None."""
+    return [v if finite else None
+            for v, finite in zip(values.tolist(), np.isfinite(values).tolist(), strict=True)]
 
 
 def compare_releases(
@@ -183,25 +185,24 @@ def compare_releases(
     # ± t·se, which reaches below 0 for a spread-out function of few runs; issue 23).
     lows = [m.lo if series.is_metrics else np.maximum(m.lo, 0.0)
             for m in (result.median_a, result.median_b)]
-    rows = []
-    for k, fid in enumerate(function_ids):
-        rows.append({
-            "function": names[fid], "function_id": fid,
-            "base": b_rel.version, "new": n_rel.version,
-            "verdict": TWO_SAMPLE_VERDICTS[int(verdicts[k])],
-            "base_median": _number(result.median_a.estimate[k]),
-            "base_lo": _number(lows[0][k]),
-            "base_hi": _number(result.median_a.hi[k]),
-            "new_median": _number(result.median_b.estimate[k]),
-            "new_lo": _number(lows[1][k]),
-            "new_hi": _number(result.median_b.hi[k]),
-            "diff": _number(result.diff.estimate[k]),
-            "diff_lo": _number(result.diff.lo[k]),
-            "diff_hi": _number(result.diff.hi[k]),
-            "change_pct": _number(100.0 * result.relative[k]),
-            "p_value": _number(result.p_value[k]),
-            "q_value": _number(result.q_value[k]),
-        })
+    # One conversion per column, not one numpy scalar per cell (20,000 functions: ~0.3 s).
+    columns = {
+        "base_median": result.median_a.estimate, "base_lo": lows[0],
+        "base_hi": result.median_a.hi, "new_median": result.median_b.estimate,
+        "new_lo": lows[1], "new_hi": result.median_b.hi, "diff": result.diff.estimate,
+        "diff_lo": result.diff.lo, "diff_hi": result.diff.hi,
+        "change_pct": 100.0 * result.relative, "p_value": result.p_value,
+        "q_value": result.q_value,
+    }
+    values = {key: _numbers(np.asarray(column, dtype=np.float64))
+              for key, column in columns.items()}
+    verdict_names = [TWO_SAMPLE_VERDICTS[v] for v in np.asarray(verdicts).tolist()]
+    rows = [
+        {"function": names[fid], "function_id": fid, "base": b_rel.version,
+         "new": n_rel.version, "verdict": verdict_names[k],
+         **{key: column[k] for key, column in values.items()}}
+        for k, fid in enumerate(function_ids)
+    ]
     rows = sort_rows(rows, "verdict")
     counts = {v: 0 for v in VERDICT_ORDER}
     for r in rows:
