@@ -37,8 +37,7 @@ CHOICES = {
 }
 PER_RELEASE = ("estimate", "lo", "hi", "n")
 PER_PAIR = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "p_value", "relative",
-            "digression", "early", "provisional", "final_within", "first", "last",
-            "n_before", "n_after")
+            "digression", "early", "provisional", "final_within", "n_before", "n_after")
 PER_PAGE = 100
 MAX_PER_PAGE = 2000
 #: Releases the matrix shows by default (the newest ones), and the zoom's choices: a page

@@ -487,9 +487,23 @@ def _sources(estimator: str, rule: str, wanted: Sequence[str]) -> list[str]:
             fields.append("paper_p")
         elif paper and key in ("before", "relative"):
             fields += ["estimate", "diff"]
-        elif not paper and key in PER_PAIR_KEYS:
-            fields += list(SHIFT_FIELDS)
+        elif not paper and key in _SHIFT_SOURCES:
+            fields += _SHIFT_SOURCES[key]
     return list(dict.fromkeys(fields))
+
+
+#: The shift rule's block fields each key of a view is made of (``_shift_key``): a page
+#: that shows verdicts alone reads three of the eleven (``provisional`` and
+#: ``final_within`` come from the run counts).
+_SHIFT_SOURCES = {
+    "verdict": ["shift_verdict"], "diff": ["shift_diff"], "diff_lo": ["shift_lo"],
+    "diff_hi": ["shift_hi"], "p_value": ["shift_p"], "before": ["shift_before"],
+    "relative": ["shift_diff", "shift_before"],
+    "digression": ["shift_verdict", "shift_before", "shift_diff"],
+    "change": ["shift_flags"], "early": ["shift_flags"],
+    "n_before": ["shift_n_before"], "n_after": ["shift_n_after"],
+    "first": ["shift_reach_before"], "last": ["shift_reach_after"],
+}
 
 
 def view(
@@ -567,7 +581,6 @@ def _paper_key(fields: Mapping[str, np.ndarray], key: str, shape: tuple[int, int
 
 def _shift_key(fields: Mapping[str, np.ndarray], key: str, shape: tuple[int, int],
                start: int) -> dict[str, np.ndarray]:
-    flags = fields["shift_flags"]
     simple = {"verdict": "shift_verdict", "diff": "shift_diff", "diff_lo": "shift_lo",
               "diff_hi": "shift_hi", "p_value": "shift_p", "before": "shift_before"}
     if key in simple:
@@ -581,7 +594,7 @@ def _shift_key(fields: Mapping[str, np.ndarray], key: str, shape: tuple[int, int
                                        fields["shift_diff"])}
     bits = {"change": SHIFT_CHANGE, "early": SHIFT_EARLY}
     if key in bits:
-        return {key: (flags & bits[key]) != 0}
+        return {key: (fields["shift_flags"] & bits[key]) != 0}
     if key in ("n_before", "n_after"):
         return {key: fields[f"shift_{key}"].astype(np.int64)}
     cols = np.arange(shape[1], dtype=np.int64) + start
