@@ -15,6 +15,7 @@ on Redis), where this keeps references to read-only arrays. The price: each proc
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -23,6 +24,7 @@ from typing import Any, TypeVar
 from django.conf import settings
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
@@ -50,6 +52,11 @@ def remembered(key: Hashable, make: Callable[[], tuple[T, int] | None]) -> T | N
         return None
     value, size = made
     limit = _limit()
+    if size > limit and limit:
+        # Not silent (issue 24): every request of this page will read it again.
+        logger.warning("page cache: %s of %.0f MB is larger than DEVIATIONS_PAGE_CACHE_MB "
+                       "(%d): not kept", key[0] if isinstance(key, tuple) else key,
+                       size / 1024**2, limit // 1024**2)
     if size <= limit:
         with _lock:
             _entries[key] = (value, size)

@@ -26,7 +26,7 @@ import numpy as np
 from deviations.core.errors import UserError
 from deviations.stats.attribution import TOTAL, Attribution, attribute_change
 from deviations.stats.intervals import MIN_RUNS
-from deviations.stats.releases import NO_VERDICT, verdict_name
+from deviations.stats.releases import IMPROVEMENT, NO_VERDICT, REGRESSION, verdict_name
 from deviations.stats.twosample import TWO_SAMPLE_VERDICTS
 from deviations.traces import selectors
 from deviations.traces.models import Release, Run, RunCalls, RunTimes, Series
@@ -328,12 +328,17 @@ def flag_attributions(series: Series, function_id: int, rows: list[dict[str, Any
     function page's rows of the total-time analysis), the attribution over the runs its
     verdict compared (``compared_from`` .. previous against release .. ``compared_to``):
     ``{"release", "previous", "verdict", "attribution" | "error"}``."""
-    releases = list(series.releases.order_by("sort_key", "id"))
+    flagged = [row for row in rows if row["verdict"] in ("regression", "improvement")]
+    ends = {v for row in flagged for v in (row["compared_from"] or row["previous"],
+                                           row["compared_to"] or row["release"])}
+    keys = series.releases.filter(version__in=ends).values_list("sort_key", flat=True)
+    # The releases the flags' comparisons span only (a long history: not all of them).
+    releases = list(series.releases.filter(sort_key__gte=min(keys, default=""),
+                                           sort_key__lte=max(keys, default=""))
+                    .order_by("sort_key", "id")) if ends else []
     position = {r.version: k for k, r in enumerate(releases)}
     out = []
-    for row in rows:
-        if row["verdict"] not in ("regression", "improvement"):
-            continue
+    for row in flagged:
         first = position[row["compared_from"] or row["previous"]]
         last = position[row["compared_to"] or row["release"]]
         at = position[row["release"]]
@@ -476,28 +481,44 @@ def _tree(compared: CallTreeComparison, rows: list[dict[str, Any]], root: int
     return tree, cut
 
 
-def function_flags(series: Series, function: Any, rule: str) -> dict[str, Any]:
+def function_flags(series: Series, function: Any, rule: str,
+                   columns: tuple[int, int] | None = None) -> dict[str, Any]:
     """The function page's "why": for every regression or improvement of ``function``'s
-    total time (median, ``rule``), its attribution, each callee marked with its own total
-    -time verdict at that boundary. ``{"flags": [...], "note": str}``; no flags for a
-    metric series (no call tree) or before any analysis."""
+    total time (median, ``rule``) among the releases ``columns`` (start, stop; all when
+    None), its attribution, each callee marked with its own total-time verdict at that
+    boundary (read for that boundary only). ``{"flags": [...], "note": str}``; no flags
+    for a metric series (no call tree) or before any analysis."""
     if series.is_metrics:
         return {"flags": [], "note": ""}
-    detail = selectors.function_detail(series, function, "total", "median", rule)
-    found = selectors.stored_analysis(series, "total", "median", rule, ("verdict",))
-    if detail is None or found is None:
+    mine = selectors.stored_analysis(series, "total", "median", rule,
+                                     ("verdict", "first", "last"), columns=columns,
+                                     function_ids=[function.pk], kept=True)
+    if mine is None or len(mine["function_ids"]) == 0:
         return {"flags": [], "note": ""}
-    versions = selectors.release_versions(found["release_ids"])
-    fids = found["function_ids"].tolist()
+    start = int(mine["start"])
+    versions = selectors.release_versions(mine["release_ids"])
+    flagged = [p for p, v in enumerate(mine["verdict"][0].tolist())
+               if v in (REGRESSION, IMPROVEMENT)]
+    reached = selectors.column_versions(mine, np.concatenate(
+        [mine["first"][0, flagged], mine["last"][0, flagged]]))
+    rows = [{"release": versions[p + 1], "previous": versions[p],
+             "verdict": verdict_name(int(mine["verdict"][0, p])),
+             "compared_from": reached[int(mine["first"][0, p])],
+             "compared_to": reached[int(mine["last"][0, p])]} for p in flagged]
     verdicts: dict[str, dict[int, str]] = {}
-    for row in detail.rows:
+    for p, row in zip(flagged, rows, strict=True):
         if row["verdict"] in ("regression", "improvement"):
-            p = versions.index(row["release"]) - 1
+            c = start + p + 1  # the pair ending at this release: its two columns
+            found = selectors.stored_analysis(series, "total", "median", rule, ("verdict",),
+                                              columns=(c - 1, c + 1), kept=True)
+            if found is None:
+                return {"flags": [], "note": ""}
             verdicts[row["release"]] = {
                 fid: verdict_name(int(v))
-                for fid, v in zip(fids, found["verdict"][:, p].tolist(), strict=True)
+                for fid, v in zip(found["function_ids"].tolist(),
+                                  found["verdict"][:, 0].tolist(), strict=True)
                 if v != NO_VERDICT}
-    flags = flag_attributions(series, function.pk, detail.rows, verdicts)
+    flags = flag_attributions(series, function.pk, rows, verdicts)
     missing = max((f["attribution"].without_tree for f in flags if "attribution" in f),
                   default=0)
     return {"flags": flags, "note": no_tree_words(series, missing) if missing else ""}

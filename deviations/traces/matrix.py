@@ -27,7 +27,7 @@ from deviations.stats.releases.rules import (
     get_rule,
 )
 from deviations.traces import selectors
-from deviations.traces.models import Series
+from deviations.traces.models import Release, Series
 
 CHOICES = {
     "metric": ("self", "total"),
@@ -37,10 +37,18 @@ CHOICES = {
 }
 PER_RELEASE = ("estimate", "lo", "hi", "n")
 PER_PAIR = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "p_value", "relative",
-            "digression", "early", "provisional", "final_within", "first", "last",
-            "n_before", "n_after")
+            "digression", "early", "provisional", "final_within", "n_before", "n_after")
 PER_PAGE = 100
 MAX_PER_PAGE = 2000
+#: Releases the matrix shows by default (the newest ones), and the zoom's choices: a page
+#: of 100 functions' JSON is ~470 bytes a cell, so 30 releases (29 pairs) keep it under
+#: 2 MB whatever the history (issue 24: 56 MB at 2,000 releases without a window).
+WINDOW = 30
+WINDOWS = (10, 30, 100, 300)
+#: Past this many releases, pages list only the releases they show (the matrix's window;
+#: the pickers take any version typed): 2,000 releases in four selects and a table were
+#: two thirds of a 1.4 MB matrix page.
+MANY_RELEASES = 200
 
 
 @dataclass(frozen=True)
@@ -53,8 +61,10 @@ class MatrixQuery:
     q: str = ""
     only: bool = False  # only functions with at least one deviation in the range
     sort: str = "deviations"
-    first: str = ""  # release range, by version; empty = the series' ends
+    first: str = ""  # release range, by version; empty = the window's end
     last: str = ""
+    #: Releases shown when the range does not give both ends (0: all of them).
+    window: int = WINDOW
     page: int = 1
     per: int = PER_PAGE
     #: The series' default rule (not a control): what ``rule`` is when not asked for.
@@ -71,6 +81,10 @@ class MatrixQuery:
         values["only"] = params.get("only") in ("1", "on", "true")
         values["first"] = params.get("first", "")[:100]
         values["last"] = params.get("last", "")[:100]
+        window = params.get("window", "")
+        values["window"] = 0 if window == "all" else WINDOW
+        if window.isdigit():
+            values["window"] = min(max(int(window), 2), 10**6)
         for key, default, top in (("page", 1, 10**6), ("per", PER_PAGE, MAX_PER_PAGE)):
             try:
                 values[key] = min(max(int(params.get(key, default)), 1), top)
@@ -112,7 +126,7 @@ class MatrixQuery:
         query = replace(self, **fields)
         defaults = MatrixQuery(default_rule=self.default_rule)
         items = {
-            key: ("1" if value is True else value)
+            key: ("1" if value is True else "all" if key == "window" and value == 0 else value)
             for key, value in vars(query).items()
             # The rule is kept unless it is the series' default... and the package's, so
             # that a permalink keeps its rule when the series' default changes.
@@ -122,8 +136,82 @@ class MatrixQuery:
 
 
 @dataclass(frozen=True)
+class Window:
+    """The analysed releases a page shows: columns ``start:stop`` of ``total``, with the
+    links that move or widen it (query strings; None where there is nowhere to go)."""
+
+    start: int
+    stop: int
+    total: int
+    release_ids: np.ndarray  # of the shown columns
+    versions: list[str]
+    older: str | None
+    newer: str | None
+    newest: str | None
+    zoom: list[tuple[int, str, bool]]  # (releases, query string, current)
+    everything: str | None  # every release (an explicit ask: its JSON grows with history)
+
+    @property
+    def columns(self) -> tuple[int, int]:
+        return self.start, self.stop
+
+    @property
+    def partial(self) -> bool:
+        return self.stop - self.start < self.total
+
+
+def _bounds(query: MatrixQuery, positions: dict[str, int], total: int) -> tuple[int, int]:
+    """Columns of the shown releases: the From/to range when both ends are given (and in
+    order), else ``window`` releases ending at to (or starting at From, or the newest)."""
+    first, last = positions.get(query.first), positions.get(query.last)
+    if first is not None and last is not None and last - first >= 1:
+        return first, last + 1
+    size = total if query.window == 0 else query.window
+    if first is not None and last is None:
+        return first, min(total, first + size)
+    stop = last + 1 if last is not None and first is None else total
+    return max(0, stop - size), stop
+
+
+def release_window(series: Series, query: MatrixQuery) -> Window | None:
+    """The releases the controls select, read without the analysis' blocks (its list of
+    columns, and the versions of the shown and asked ones); None before any analysis."""
+    ids = selectors.analysed_release_ids(series)
+    if ids is None:
+        return None
+    total = len(ids)
+    column = {int(r): c for c, r in enumerate(ids.tolist())}
+    asked = [v for v in (query.first, query.last) if v]
+    positions = {
+        version: column[rid] for version, rid in Release.objects.filter(
+            series=series, version__in=asked).values_list("version", "id") if rid in column
+    }
+    start, stop = _bounds(query, positions, total)
+    shown = ids[start:stop]
+    versions = selectors.release_versions(shown)
+    size = stop - start
+    keep = {"page": 1} if query.page != 1 else {}
+
+    def moved(**changes: Any) -> str:
+        return query.params(**(keep | changes))
+
+    older = newer = newest = None
+    if start > 0:  # the window before, sharing this one's first release (its first pair)
+        older = moved(first="", last=versions[0], window=size)
+    if stop < total:
+        newer = (moved(first=versions[-1], last="", window=size) if stop - 1 + size < total
+                 else moved(first="", last="", window=size))
+        newest = moved(first="", last="", window=size)
+    zoom = [(w, moved(first="", last=versions[-1] if stop < total else "", window=w),
+             w == size and query.window != 0) for w in WINDOWS if w < total]
+    everything = moved(first="", last="", window=0) if size < total else None
+    return Window(start, stop, total, shown, versions, older, newer, newest, zoom, everything)
+
+
+@dataclass(frozen=True)
 class MatrixSlice:
     query: MatrixQuery
+    window: Window
     releases: list[str]  # versions of the shown columns
     function_ids: list[int]  # the shown rows (this page)
     function_names: list[str]
@@ -146,14 +234,16 @@ class _Assembled:
     ranks: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]
 
 
-def _assembled(series: Series, query: MatrixQuery) -> _Assembled | None:
+def _assembled(series: Series, query: MatrixQuery, window: Window) -> _Assembled | None:
     generation = selectors.analysis_generation(series)
     if generation is None:
         return None
     view = (query.metric, query.estimator, query.rule)
 
     def make() -> tuple[_Assembled, int] | None:
-        found = selectors.stored_analysis(series, *view, keys=PER_RELEASE + PER_PAIR)
+        # Every function (the ranking needs them all), the window's releases only.
+        found = selectors.stored_analysis(series, *view, keys=PER_RELEASE + PER_PAIR,
+                                          columns=window.columns)
         if found is None:
             return None
         found, size = memo.frozen(found)
@@ -167,7 +257,8 @@ def _assembled(series: Series, query: MatrixQuery) -> _Assembled | None:
     # (selectors.stored_analysis): a change of it is a new key, like a new analysis.
     thresholds = (series.min_relative_change, series.min_absolute_change_us,
                   selectors.metric_settings_key(series))
-    return memo.remembered(("matrix", series.pk, generation, *view, *thresholds), make)
+    return memo.remembered(("matrix", series.pk, generation, *view, *thresholds,
+                            window.columns), make)
 
 
 def _ranks(found: dict[str, np.ndarray], start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
@@ -182,22 +273,24 @@ def _ranks(found: dict[str, np.ndarray], start: int, stop: int) -> tuple[np.ndar
 
 
 def matrix_slice(series: Series, query: MatrixQuery) -> MatrixSlice | None:
-    """The part of the stored matrix the controls select, or None before any analysis."""
-    assembled = _assembled(series, query)
+    """The part of the stored matrix the controls select, or None before any analysis.
+
+    Only the window's releases are read (``release_window``), for every function: the
+    ranking by deviations is over the window's pairs.
+    """
+    window = release_window(series, query)
+    if window is None:
+        return None
+    assembled = _assembled(series, query, window)
     if assembled is None:
         return None
     found, names = assembled.found, assembled.names
     # Versions are read each time (one small query): a release renamed in the admin shows
     # at once. A function renamed there shows with the next analysis.
-    versions = selectors.release_versions(found["release_ids"])
-    start = versions.index(query.first) if query.first in versions else 0
-    stop = versions.index(query.last) + 1 if query.last in versions else len(versions)
-    if stop - start < 2:
-        start, stop = 0, len(versions)
+    versions = window.versions
+    start, stop = 0, len(found["release_ids"])
     cols, pairs = slice(start, stop), slice(start, stop - 1)
     if (start, stop) not in assembled.ranks:
-        if len(assembled.ranks) >= 16:  # a few ranges per view are kept, not every one
-            assembled.ranks.clear()
         assembled.ranks[start, stop] = _ranks(found, start, stop)
     counts, largest = assembled.ranks[start, stop]
     ids = found["function_ids"]
@@ -221,6 +314,7 @@ def matrix_slice(series: Series, query: MatrixQuery) -> MatrixSlice | None:
     arrays |= {k: found[k][shown][:, pairs] for k in PER_PAIR}
     return MatrixSlice(
         query=replace(query, page=page),
+        window=window,
         releases=versions[start:stop],
         function_ids=ids[shown].tolist(),
         function_names=[names[r] for r in shown],
@@ -242,7 +336,8 @@ def cell_rows(view: MatrixSlice, series: Series) -> Iterator[dict[str, Any]]:
 
 def range_problem(query: MatrixQuery, versions: list[str]) -> str:
     """Why the From/to range cannot be shown as asked, or "" (``versions``: the series'
-    releases in order). The matrix then shows every release, and the page says so."""
+    releases in order). The matrix then shows its window of releases, and the page says
+    so."""
     if not query.first or not query.last:
         return ""
     if query.first not in versions or query.last not in versions:
@@ -250,10 +345,10 @@ def range_problem(query: MatrixQuery, versions: list[str]) -> str:
     i, j = versions.index(query.first), versions.index(query.last)
     if i > j:
         return (f"From {query.first} comes after to {query.last}: swap them to see that "
-                "range. Showing every release.")
+                "range. Showing the window of releases below instead.")
     if i == j:
         return (f"From and to are both {query.first}: a range needs two releases. "
-                "Showing every release.")
+                "Showing the window of releases below instead.")
     return ""
 
 

@@ -6,15 +6,17 @@ from typing import Any
 
 import msgspec
 import numpy as np
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q, Value
 from django.shortcuts import get_object_or_404
 
 from deviations.alerts.selectors import CulpritRange, range_columns, series_ranges
+from deviations.core import memo
 from deviations.core.db import batches
 from deviations.core.errors import UserError
 from deviations.stats.intervals import MIN_RUNS, median_ci
 from deviations.stats.paired import precision_two_sample
 from deviations.stats.releases import (
+    DIGRESSION_SPAN,
     IMPROVEMENT,
     NO_VERDICT,
     REGRESSION,
@@ -25,8 +27,24 @@ from deviations.stats.releases import (
     practical_verdicts,
     verdict_name,
 )
-from deviations.traces.models import Function, Metric, Release, Run, RunTimes, Series
-from deviations.traces.store import binary_values, generation, read_analysis, replicates
+from deviations.traces.models import (
+    Function,
+    Metric,
+    Release,
+    Run,
+    RunTimes,
+    Series,
+    SeriesAnalysis,
+)
+from deviations.traces.store import (
+    PER_PAIR_KEYS,
+    PER_RELEASE_KEYS,
+    binary_values,
+    generation,
+    read_analysis,
+    replicates,
+    view_keys,
+)
 
 
 def function_names(series: Series, ids: Any = None) -> dict[int, str]:
@@ -66,9 +84,15 @@ def selftime_rows(series: Series) -> Iterator[dict[str, Any]]:
             }
 
 
-def releases_with_counts(series: Series) -> list[Release]:
+def releases_with_counts(series: Series, versions: Iterable[str] | None = None
+                         ) -> list[Release]:
+    """The series' releases (those ``versions`` only, when given) with their runs done,
+    failed and pending, in series order."""
+    releases = series.releases.all()
+    if versions is not None:
+        releases = releases.filter(version__in=list(versions))
     return list(
-        series.releases.annotate(
+        releases.annotate(
             runs_done=Count("runs", filter=Q(runs__status=Run.DONE)),
             runs_failed=Count("runs", filter=Q(runs__status=Run.FAILED)),
             runs_pending=Count("runs", filter=Q(runs__status=Run.PENDING)),
@@ -83,17 +107,27 @@ def releases_lacking_runs(series: Series,
     with one run is a column: the shift rule judges it (the paper rule needs two runs a
     side). ``releases``: ``releases_with_counts(series)`` when the caller has it already.
     """
-    if releases is None:
-        releases = releases_with_counts(series)
+    if releases is None:  # those without a done run only (an anti-join: a long history)
+        releases = list(series.releases.filter(
+            ~Exists(Run.objects.filter(release=OuterRef("pk"), status=Run.DONE))
+        ).annotate(runs_done=Value(0)).order_by("sort_key", "id"))
     return [{"version": r.version, "runs_done": r.runs_done, "url": r.get_absolute_url()}
             for r in releases if r.runs_done < 1]
 
 
+def one_run_releases(series: Series) -> int:
+    """How many of the series' releases have exactly one done run."""
+    return (Run.objects.filter(series=series, status=Run.DONE).order_by()
+            .values("release").annotate(n=Count("*")).filter(n=1).count())
+
+
 def lacking_runs_by_series() -> dict[int, list[str]]:
-    """Per series id, the versions with no done run (one query)."""
+    """Per series id, the versions with no done run (one query: an anti-join, not a count
+    of every release's runs)."""
     found = (
-        Release.objects.annotate(done=Count("runs", filter=Q(runs__status=Run.DONE)))
-        .filter(done__lt=1).order_by("series_id", "sort_key", "id")
+        Release.objects.filter(
+            ~Exists(Run.objects.filter(release=OuterRef("pk"), status=Run.DONE))
+        ).order_by("series_id", "sort_key", "id")
         .values_list("series_id", "version")
     )
     out: dict[int, list[str]] = {}
@@ -201,8 +235,17 @@ def release_metric_table(release: Release) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r["name"].casefold())
 
 
+def analysed_release_ids(series: Series) -> np.ndarray | None:
+    """The releases (ids, in order) of the stored analysis' columns; None before any
+    analysis. One small read: pages choose their window of columns with it."""
+    head = binary_values(SeriesAnalysis.objects.filter(series=series), ("release_ids",))
+    return np.frombuffer(bytes(head[0][0]), dtype="<i8") if head else None
+
+
 def stored_analysis(
-    series: Series, metric: str, estimator: str, rule: str, keys: Iterable[str] | None = None
+    series: Series, metric: str, estimator: str, rule: str, keys: Iterable[str] | None = None,
+    *, columns: tuple[int, int] | None = None, function_ids: Iterable[int] | None = None,
+    kept: bool = False,
 ) -> dict[str, np.ndarray] | None:
     """The stored matrices of one (metric, estimator, rule), or None before any analysis.
 
@@ -211,15 +254,69 @@ def stored_analysis(
     change, applied here and nowhere else to the comparison behind each verdict (``diff``
     against ``before``: ``stats.releases.practical_verdicts``); digressions and early
     marks follow. Every page, export and alert reads them here.
+
+    ``columns`` (start, stop) and ``function_ids`` read only those releases (columns of
+    ``analysed_release_ids``) and rows (``store.read_analysis``). A digression is marked
+    by what follows it: with ``columns``, up to ``DIGRESSION_SPAN`` more releases are read
+    to mark them as the whole matrix would, then left out.
+
+    ``kept``: the arrays are kept in the process for the next request of the same analysis
+    (``core.memo``, read-only arrays; for small reads: a function's row, a release's pair).
     """
-    wanted = None if keys is None else list(keys)
-    if wanted is not None and "verdict" in wanted:
+    if kept:
+        ids = None if function_ids is None else tuple(int(i) for i in function_ids)
+        generation = analysis_generation(series)
+        if generation is None:
+            return None
+        key = ("stored", series.pk, generation, metric, estimator, rule,
+               None if keys is None else tuple(keys), columns, ids,
+               series.min_relative_change, series.min_absolute_change_us,
+               metric_settings_key(series))
+        return memo.remembered(key, lambda: _frozen(stored_analysis(
+            series, metric, estimator, rule, keys, columns=columns, function_ids=ids)))
+    wanted = list(view_keys(rule) if keys is None else keys)
+    marks = "digression" in wanted
+    if "verdict" in wanted:
         wanted += ["diff", "before"]
-        if rule == "paper" and "digression" in wanted:
+        if rule == "paper" and marks:
             wanted += ["lo", "hi"]
-    found = read_analysis(series, metric, estimator, rule, wanted)
-    if found is None or "verdict" not in found:
-        return found
+        if marks:  # marked once, after the minimum practical change (_practical)
+            wanted.remove("digression")
+    window = None
+    if columns is not None:
+        start, stop = columns
+        window = slice(start, stop + DIGRESSION_SPAN if marks else stop)
+    found = read_analysis(series, metric, estimator, rule, wanted, columns=window,
+                          function_ids=function_ids)
+    if found is not None and "verdict" in found:
+        found = _practical(series, rule, found, marks)
+    if found is not None and columns is not None:
+        found = _cut(found, columns[1] - columns[0])
+    return found
+
+
+def _frozen(found: dict[str, np.ndarray] | None) -> tuple[dict[str, np.ndarray], int] | None:
+    return None if found is None else memo.frozen(found)
+
+
+def _cut(found: dict[str, np.ndarray], releases: int) -> dict[str, np.ndarray]:
+    """The first ``releases`` columns of a window read with a margin (``stored_analysis``)."""
+    releases = min(releases, len(found["release_ids"]))
+    out = {}
+    for key, value in found.items():
+        if key in ("release_ids", "run_counts"):
+            out[key] = value[:releases]
+        elif key in PER_RELEASE_KEYS:
+            out[key] = value[:, :releases]
+        elif key in PER_PAIR_KEYS:
+            out[key] = value[:, : max(releases - 1, 0)]
+        else:
+            out[key] = value
+    return out
+
+
+def _practical(series: Series, rule: str, found: dict[str, np.ndarray], marks: bool
+               ) -> dict[str, np.ndarray]:
     verdict, min_relative, min_absolute = found["verdict"], series.min_relative_change, \
         series.min_absolute_change_us
     if series.is_metrics:
@@ -235,7 +332,7 @@ def stored_analysis(
     )
     found["verdict"] = verdict
     deviation = (verdict == REGRESSION) | (verdict == IMPROVEMENT)
-    if "digression" in found:
+    if marks:
         found["digression"] = (digressions(verdict, found["lo"], found["hi"])
                                if rule == "paper"
                                else level_digressions(verdict, found["before"], found["diff"]))
@@ -507,11 +604,29 @@ class FunctionDetail:
 def latest_deviations(series: Series) -> dict[str, Any] | None:
     """Regressions and improvements of the last analysed release pair (self time, median,
     the series' rule: the one its matrix shows by default)."""
-    found = stored_analysis(series, "self", "median", series.default_rule)
-    if found is None or found["verdict"].shape[1] == 0:
+    generation = analysis_generation(series)
+    if generation is None:
         return None
-    last = found["verdict"][:, -1]
-    versions = release_versions(found["release_ids"][-2:])
+
+    def make() -> tuple[tuple[np.ndarray, list[str]] | None, int]:
+        ids = analysed_release_ids(series)
+        if ids is None or len(ids) < 2:
+            return None, 0
+        # The last pair's two columns only (the home page: one read per series).
+        found = stored_analysis(series, "self", "median", series.default_rule, ("verdict",),
+                                columns=(len(ids) - 2, len(ids)))
+        if found is None or found["verdict"].shape[1] == 0:
+            return None, 0
+        last = found["verdict"][:, -1].copy()
+        return (last, release_versions(found["release_ids"][-2:])), last.nbytes
+
+    # Kept per analysis (and the settings verdicts are read through), as the matrix is.
+    key = ("latest", series.pk, generation, series.default_rule, series.min_relative_change,
+           series.min_absolute_change_us, metric_settings_key(series))
+    kept = memo.remembered(key, make)
+    if kept is None:
+        return None
+    last, versions = kept
     # The newest release may have too few runs to be analysed: say so, never skip it.
     newest = (Release.objects.filter(series=series).order_by("-sort_key", "-id")
               .annotate(done=Count("runs", filter=Q(runs__status=Run.DONE)))
@@ -525,18 +640,32 @@ def latest_deviations(series: Series) -> dict[str, Any] | None:
     }
 
 
+def column_versions(found: dict[str, np.ndarray], columns: np.ndarray) -> dict[int, str]:
+    """Versions by column of the whole analysis (e.g. a window's ``first``/``last``: the
+    releases a comparison reached, which may lie outside the window read)."""
+    wanted = np.unique(np.asarray(columns, dtype=np.int64))
+    ids = found["all_release_ids"]
+    wanted = wanted[(wanted >= 0) & (wanted < len(ids))]
+    return dict(zip(wanted.tolist(), release_versions(ids[wanted]), strict=True))
+
+
 def function_detail(
     series: Series, function: Function, metric: str, estimator: str, rule: str,
-    *, with_samples: bool = False,
+    *, with_samples: bool = False, columns: tuple[int, int] | None = None,
 ) -> FunctionDetail | None:
+    """The function's row of the stored analysis, of the releases ``columns`` (start,
+    stop; all when None), with its runs' values on demand (``with_samples``): only that
+    row and those releases are read."""
     per_release = ("estimate", "lo", "hi", "n")
     per_pair = ("verdict", "gap", "diff", "diff_lo", "diff_hi", "digression", "provisional",
                 "relative", "p_value", "n_before", "n_after", "first", "last", "early",
                 "final_within")
     med = stored_analysis(series, metric, "median", rule,
-                          per_release + per_pair * (estimator == "median"))
+                          per_release + per_pair * (estimator == "median"), columns=columns,
+                          function_ids=[function.pk], kept=True)
     mean = stored_analysis(series, metric, "mean", rule,
-                           per_release + per_pair * (estimator == "mean"))
+                           per_release + per_pair * (estimator == "mean"), columns=columns,
+                           function_ids=[function.pk], kept=True)
     if med is None or mean is None:
         return None
     where = np.flatnonzero(med["function_ids"] == function.pk)
@@ -545,6 +674,7 @@ def function_detail(
     f = int(where[0])
     chosen = med if estimator == "median" else mean
     versions = release_versions(med["release_ids"])
+    reached = column_versions(chosen, np.concatenate([chosen["first"][f], chosen["last"][f]]))
     ranges = pair_ranges(series, versions)
     rows = []
     for r, version in enumerate(versions):
@@ -577,8 +707,8 @@ def function_detail(
                 p_value=_number(chosen["p_value"][f, p]),
                 runs_before=int(chosen["n_before"][f, p]),
                 runs_after=int(chosen["n_after"][f, p]),
-                compared_from=versions[int(chosen["first"][f, p])],
-                compared_to=versions[int(chosen["last"][f, p])],
+                compared_from=reached[int(chosen["first"][f, p])],
+                compared_to=reached[int(chosen["last"][f, p])],
                 gap=_number(chosen["gap"][f, p]),
                 digression=bool(chosen["digression"][f, p]),
                 early=bool(chosen["early"][f, p]),
@@ -648,18 +778,21 @@ def _narrowing(
 
 def release_changes(release: Release, metric: str, estimator: str, rule: str) -> dict[str, Any]:
     """Deviations of this release against the previous analysed one, largest first."""
-    found = stored_analysis(release.series, metric, estimator, rule)
     empty: dict[str, Any] = {"previous": None, "rows": [], "regressions": [], "improvements": [],
                              "provisional": False, "early": False, "final_within": 0,
                              "range": None}
-    if found is None:
-        return empty
-    where = np.flatnonzero(found["release_ids"] == release.pk)
+    ids = analysed_release_ids(release.series)
+    where = np.flatnonzero(ids == release.pk) if ids is not None else []
     if len(where) == 0 or where[0] == 0:
         return empty
-    p = int(where[0]) - 1
-    all_versions = release_versions(found["release_ids"])
-    versions = all_versions[p : p + 2]
+    # The release and the one before it: the pair's two columns only.
+    c = int(where[0])
+    found = stored_analysis(release.series, metric, estimator, rule, columns=(c - 1, c + 1),
+                            kept=True)
+    if found is None or len(found["release_ids"]) < 2:
+        return empty
+    p = 0
+    versions = release_versions(found["release_ids"])
     verdict = found["verdict"][:, p]
     culprit = pair_ranges(release.series, versions)[0]
     columns = range_columns(culprit)
@@ -667,6 +800,8 @@ def release_changes(release: Release, metric: str, estimator: str, rule: str) ->
     rows = []
     deviating = np.flatnonzero((verdict == REGRESSION) | (verdict == IMPROVEMENT))
     names = function_names(release.series, found["function_ids"][deviating])
+    reached = column_versions(found, np.concatenate([found["first"][deviating, p],
+                                                     found["last"][deviating, p]]))
     for f in deviating:
         rows.append({
             "function": names[int(found["function_ids"][f])],
@@ -679,8 +814,8 @@ def release_changes(release: Release, metric: str, estimator: str, rule: str) ->
             "p_value": _number(found["p_value"][f, p]),
             "runs_before": int(found["n_before"][f, p]),
             "runs_after": int(found["n_after"][f, p]),
-            "compared_from": all_versions[int(found["first"][f, p])],
-            "compared_to": all_versions[int(found["last"][f, p])],
+            "compared_from": reached[int(found["first"][f, p])],
+            "compared_to": reached[int(found["last"][f, p])],
             "digression": bool(found["digression"][f, p]),
             "early": bool(found["early"][f, p]),
             "provisional": bool(found["provisional"][f, p]),

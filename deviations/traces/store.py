@@ -27,7 +27,8 @@ import numpy as np
 import psycopg
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
-from django.db.models import Count, QuerySet
+from django.db.models import BinaryField, Count, F, Q, QuerySet, Value
+from django.db.models.functions import Greatest, Least, Substr
 
 from deviations.core.db import lz4_toast
 from deviations.stats.releases import (
@@ -486,21 +487,37 @@ def _sources(estimator: str, rule: str, wanted: Sequence[str]) -> list[str]:
             fields.append("paper_p")
         elif paper and key in ("before", "relative"):
             fields += ["estimate", "diff"]
-        elif not paper and key in PER_PAIR_KEYS:
-            fields += list(SHIFT_FIELDS)
+        elif not paper and key in _SHIFT_SOURCES:
+            fields += _SHIFT_SOURCES[key]
     return list(dict.fromkeys(fields))
+
+
+#: The shift rule's block fields each key of a view is made of (``_shift_key``): a page
+#: that shows verdicts alone reads three of the eleven (``provisional`` and
+#: ``final_within`` come from the run counts).
+_SHIFT_SOURCES = {
+    "verdict": ["shift_verdict"], "diff": ["shift_diff"], "diff_lo": ["shift_lo"],
+    "diff_hi": ["shift_hi"], "p_value": ["shift_p"], "before": ["shift_before"],
+    "relative": ["shift_diff", "shift_before"],
+    "digression": ["shift_verdict", "shift_before", "shift_diff"],
+    "change": ["shift_flags"], "early": ["shift_flags"],
+    "n_before": ["shift_n_before"], "n_after": ["shift_n_after"],
+    "first": ["shift_reach_before"], "last": ["shift_reach_after"],
+}
 
 
 def view(
     fields: Mapping[str, np.ndarray], estimator: str, rule: str, wanted: Sequence[str], *,
-    run_counts: np.ndarray,
+    run_counts: np.ndarray, start: int = 0,
 ) -> dict[str, np.ndarray]:
     """The keys ``wanted`` of one (metric, estimator, rule) from block fields (whole
     functions × columns arrays): what pages read, and what the analysis computed
     (``analysis.Computed.arrays``), by one mapping.
 
-    ``run_counts`` (runs of each column) say which boundaries are still provisional
-    (``stats.releases.ReleaseRule.final_at``). Verdicts are before the series' minimum
+    ``run_counts`` (runs of each column of the whole series) say which boundaries are still
+    provisional (``stats.releases.ReleaseRule.final_at``). ``fields`` may hold a window of
+    the columns, from column ``start`` on (``read_analysis(columns=...)``): ``first`` and
+    ``last`` stay column indices of the whole series. Verdicts are before the series' minimum
     practical change (``traces.selectors.stored_analysis`` applies it, and the paper rule's
     digressions after it).
     """
@@ -509,7 +526,9 @@ def view(
     n = fields["n"]
     F, R = n.shape  # noqa: N806
     pairs_shape = (F, max(R - 1, 0))
-    final_at = the_rule.final_at(run_counts) if R else np.zeros(0, dtype=np.int64)
+    pairs = slice(start, start + pairs_shape[1])
+    final_at = (the_rule.final_at(run_counts)[pairs] if R
+                else np.zeros(0, dtype=np.int64))
     provisional = np.broadcast_to(final_at < 0, pairs_shape)
     out: dict[str, np.ndarray] = {}
     for key in wanted:
@@ -524,17 +543,17 @@ def view(
         elif key == "provisional":
             out[key] = provisional.copy()
         elif key == "final_within":
-            out[key] = np.broadcast_to(the_rule.releases_to_final(run_counts),
+            out[key] = np.broadcast_to(the_rule.releases_to_final(run_counts)[pairs],
                                        pairs_shape).copy()
         elif rule == "paper":
-            out |= _paper_key(fields, key, pairs_shape)
+            out |= _paper_key(fields, key, pairs_shape, start)
         else:
-            out |= _shift_key(fields, key, pairs_shape)
+            out |= _shift_key(fields, key, pairs_shape, start)
     return out
 
 
-def _paper_key(fields: Mapping[str, np.ndarray], key: str, shape: tuple[int, int]
-               ) -> dict[str, np.ndarray]:
+def _paper_key(fields: Mapping[str, np.ndarray], key: str, shape: tuple[int, int],
+               start: int) -> dict[str, np.ndarray]:
     if key == "verdict":
         return {key: fields["paper_verdict"]}
     if key in ("diff", "diff_lo", "diff_hi"):
@@ -555,14 +574,13 @@ def _paper_key(fields: Mapping[str, np.ndarray], key: str, shape: tuple[int, int
         n = fields["n"]
         return {key: (n[:, :-1] if key == "n_before" else n[:, 1:]).astype(np.int64)}
     if key in ("first", "last"):
-        cols = np.arange(shape[1], dtype=np.int64) + (key == "last")
+        cols = np.arange(shape[1], dtype=np.int64) + start + (key == "last")
         return {key: np.broadcast_to(cols, shape).copy()}
     raise KeyError(key)
 
 
-def _shift_key(fields: Mapping[str, np.ndarray], key: str, shape: tuple[int, int]
-               ) -> dict[str, np.ndarray]:
-    flags = fields["shift_flags"]
+def _shift_key(fields: Mapping[str, np.ndarray], key: str, shape: tuple[int, int],
+               start: int) -> dict[str, np.ndarray]:
     simple = {"verdict": "shift_verdict", "diff": "shift_diff", "diff_lo": "shift_lo",
               "diff_hi": "shift_hi", "p_value": "shift_p", "before": "shift_before"}
     if key in simple:
@@ -576,10 +594,10 @@ def _shift_key(fields: Mapping[str, np.ndarray], key: str, shape: tuple[int, int
                                        fields["shift_diff"])}
     bits = {"change": SHIFT_CHANGE, "early": SHIFT_EARLY}
     if key in bits:
-        return {key: (flags & bits[key]) != 0}
+        return {key: (fields["shift_flags"] & bits[key]) != 0}
     if key in ("n_before", "n_after"):
         return {key: fields[f"shift_{key}"].astype(np.int64)}
-    cols = np.arange(shape[1], dtype=np.int64)
+    cols = np.arange(shape[1], dtype=np.int64) + start
     if key == "first":
         return {key: cols - fields["shift_reach_before"]}
     if key == "last":
@@ -587,54 +605,183 @@ def _shift_key(fields: Mapping[str, np.ndarray], key: str, shape: tuple[int, int
     raise KeyError(key)
 
 
+#: Blocks and bytes the page reads fetched since the last :func:`reset_reads` (a test
+#: hook: tests assert that a page reads only what it shows).
+READS = {"blocks": 0, "bytes": 0}
+
+
+def reset_reads() -> None:
+    READS.update(blocks=0, bytes=0)
+
+
+#: Rows read by cutting them out of each block in the database (``substring``) instead of
+#: fetching whole blocks: a function page's one row of 2,000 releases is 8 bytes a field
+#: and block, not 8 KiB.
+SUBSTRING_ROWS = 64
+
+
+def _wanted_blocks(query: QuerySet[Any], rows: np.ndarray | None) -> QuerySet[Any]:
+    """``query`` limited to the blocks whose rows overlap ``rows`` (sorted row indices;
+    None: every block): one range condition per cluster of rows."""
+    if rows is None:
+        return query
+    if not len(rows):
+        return query.none()
+    breaks = np.flatnonzero(np.diff(rows) > BLOCK_ROWS) + 1
+    overlap = Q()
+    for cluster in np.split(rows, breaks):
+        overlap |= Q(row_start__lte=int(cluster[-1]), block_end__gt=int(cluster[0]))
+    return query.alias(block_end=F("row_start") + F("rows")).filter(overlap)
+
+
+def _read_blocks(
+    series_id: int, metric: str, estimator: str, names: Sequence[str],
+    release_ids: np.ndarray | None, rows: np.ndarray | None,
+) -> tuple[list[tuple[Any, ...]], tuple[int, int] | None]:
+    """Block rows (release_id, row_start, rows, *names) of the releases ``release_ids``
+    (None: every release) overlapping the matrix rows ``rows`` (None: all).
+
+    When ``rows`` span at most :data:`SUBSTRING_ROWS` rows, each field comes cut to that
+    span in the database; the span is returned (else None) and each row's values then
+    start at ``max(row_start, span[0])``.
+    """
+    query = AnalysisBlock.objects.filter(series_id=series_id, metric=metric,
+                                         estimator=estimator)
+    if release_ids is not None:
+        query = query.filter(release_id__in=[int(r) for r in release_ids])
+    query = _wanted_blocks(query, rows)
+    span = None
+    if rows is not None and len(rows) and rows[-1] + 1 - rows[0] <= SUBSTRING_ROWS:
+        span = (int(rows[0]), int(rows[-1]) + 1)
+        first = Greatest(F("row_start"), Value(span[0]))
+        count = Least(F("row_start") + F("rows"), Value(span[1])) - first
+        cut = {
+            f"cut_{name}": Substr(name, (first - F("row_start")) * DTYPES[name].itemsize + 1,
+                                  count * DTYPES[name].itemsize, output_field=BinaryField())
+            for name in names
+        }
+        found = binary_values(query.annotate(**cut),
+                              ("release_id", "row_start", "rows", *cut))
+    else:
+        found = binary_values(query, ("release_id", "row_start", "rows", *names))
+    READS["blocks"] += len(found)
+    READS["bytes"] += sum(len(v) for row in found for v in row[3:] if v is not None)
+    return found, span
+
+
+def _assemble_part(
+    F: int,  # noqa: N803
+    release_ids: np.ndarray,
+    rows: np.ndarray | None,
+    found: list[tuple[Any, ...]],
+    span: tuple[int, int] | None,
+    fields: Sequence[str],
+) -> dict[str, np.ndarray] | None:
+    """Arrays of ``fields`` for the matrix rows ``rows`` (None: all ``F``) and the columns
+    ``release_ids`` (the first column's per-pair values are not read: its pair begins
+    before these columns) from block rows (release_id, row_start, rows, *fields), cut to
+    ``span`` when given; None when the blocks do not cover each asked cell exactly once."""
+    if rows is None:
+        return _assemble(F, release_ids, found, fields)
+    R = len(release_ids)  # noqa: N806
+    column = {int(rid): c for c, rid in enumerate(release_ids)}
+    # Output row of each matrix row (-1: not asked).
+    where = np.full(F, -1, dtype=np.int64)
+    where[rows] = np.arange(len(rows))
+    out: dict[str, np.ndarray] = {}
+    for field in fields:
+        shape = (len(rows), max(R - 1, 0)) if per_pair(field) else (len(rows), R)
+        out[field] = np.full(shape, fill(field), dtype=DTYPES[field].newbyteorder("="))
+    covered = np.zeros(R, dtype=np.int64)
+    for release_id, row_start, n_rows, *values in found:
+        c = column.get(int(release_id))
+        if c is None or row_start + n_rows > F:
+            return None
+        lo, hi = row_start, row_start + n_rows
+        if span is not None:
+            lo, hi = max(lo, span[0]), min(hi, span[1])
+        targets = where[lo:hi]
+        hit = targets >= 0
+        covered[c] += int(hit.sum())
+        for field, data in zip(fields, values, strict=True):
+            offset = per_pair(field)
+            if offset and c == 0:
+                continue  # (SQLite cuts its empty value to NULL)
+            array = np.frombuffer(bytes(data), dtype=DTYPES[field])
+            out[field][targets[hit], c - offset] = array[hit]
+    if not np.all(covered == len(rows)):
+        return None
+    return out
+
+
+_Read = tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, dict[str, np.ndarray]]
+
+
 def read_analysis(
-    series: Series, metric: str, estimator: str, rule: str, keys: Iterable[str] | None = None
+    series: Series, metric: str, estimator: str, rule: str, keys: Iterable[str] | None = None,
+    *, columns: slice | None = None, function_ids: Iterable[int] | None = None,
 ) -> dict[str, np.ndarray] | None:
     """The matrices of one (metric, estimator, rule), or None before any analysis.
 
-    Keys as in :func:`view_keys` (``keys`` limits them; ``release_ids``, ``function_ids``
-    and ``run_counts`` always come), rows sorted by function id. Only the block fields the
-    keys need are read.
+    Keys as in :func:`view_keys` (``keys`` limits them; ``release_ids``, ``function_ids``,
+    ``run_counts``, ``all_release_ids`` and ``start`` always come), rows sorted by function
+    id. Only the block fields the keys need are read, of the blocks holding what is asked:
+
+    - ``columns``: a slice of the series' releases (in order; e.g. ``slice(-30, None)``,
+      the newest 30); the arrays then hold those columns (per-pair arrays: the pairs
+      between them), ``release_ids`` and ``run_counts`` are theirs, ``start`` is the first
+      one's column in ``all_release_ids``, and ``first``/``last`` stay whole-series columns;
+    - ``function_ids``: only those rows (ids the analysis does not hold are left out).
     """
     wanted = [k for k in (view_keys(rule) if keys is None else keys) if k in view_keys(rule)]
     fields = _sources(estimator, rule, wanted)
     shift_fields = [f for f in fields if f in SHIFT_FIELDS]
     own_fields = [f for f in fields if f not in SHIFT_FIELDS]
+    asked = None if function_ids is None else np.unique(np.fromiter(function_ids, np.int64))
 
-    def read() -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]] | None:
+    def read() -> _Read | None:
         head = binary_values(SeriesAnalysis.objects.filter(series_id=series.pk),
                              ("release_ids", "function_ids", "run_counts"))
         if not head:
             return None
-        release_ids, function_ids = _ints(head[0][0]), _ints(head[0][1])
+        all_ids, function_ids = _ints(head[0][0]), _ints(head[0][1])
         run_counts = _ints(head[0][2])
+        start, stop, _ = (columns or slice(None)).indices(len(all_ids))
+        stop = max(start, stop)
+        release_ids = all_ids[start:stop]
+        rows = None
+        if asked is not None:
+            rows = np.flatnonzero(np.isin(function_ids, asked))
         got: dict[str, np.ndarray] = {}
-        # The shift rule's fields live in the median blocks whatever the estimator.
-        for est, names in ((estimator, own_fields), (ESTIMATORS[0], shift_fields)):
+        # The shift rule's fields live in the median blocks whatever the estimator (one
+        # read when the estimator is the median).
+        reads = ([(estimator, own_fields + shift_fields)] if estimator == ESTIMATORS[0]
+                 else [(estimator, own_fields), (ESTIMATORS[0], shift_fields)])
+        for est, names in reads:
             if not names:
                 continue
-            found = binary_values(
-                AnalysisBlock.objects.filter(series_id=series.pk, metric=metric,
-                                             estimator=est),
-                ("release_id", "row_start", "rows", *names),
-            )
-            part = _assemble(len(function_ids), release_ids, found, names)
+            found, span = _read_blocks(
+                series.pk, metric, est, names,
+                None if columns is None else release_ids, rows)
+            part = _assemble_part(len(function_ids), release_ids, rows, found, span, names)
             if part is None:
                 return None
             got |= part
-        return release_ids, function_ids, run_counts, got
+        ids = function_ids if rows is None else function_ids[rows]
+        return all_ids, release_ids, ids, start, run_counts, got
 
     read_back = _read_consistent(series.pk, read)
     if read_back is None:
         return None
-    release_ids, function_ids, run_counts, got = read_back
-    out = view(got, estimator, rule, wanted, run_counts=run_counts)
+    all_ids, release_ids, function_ids, start, run_counts, got = read_back
+    out = view(got, estimator, rule, wanted, run_counts=run_counts, start=start)
     if len(function_ids) > 1 and np.any(np.diff(function_ids) < 0):
         order = np.argsort(function_ids, kind="stable")
         function_ids = function_ids[order]
         out = {k: v[order] for k, v in out.items()}
     return out | {"release_ids": release_ids, "function_ids": function_ids,
-                  "run_counts": run_counts}
+                  "run_counts": run_counts[start : start + len(release_ids)],
+                  "all_release_ids": all_ids, "start": np.asarray(start, dtype=np.int64)}
 
 
 def replicates(runs: list[tuple[np.ndarray, ...]], run_ids: Any) -> list[tuple[np.ndarray, ...]]:

@@ -25,7 +25,16 @@ from deviations.core.text import plotly_text
 from deviations.traces import annotations as notes
 from deviations.traces import calltree, charts, compare, selectors, services
 from deviations.traces.forms import CommitSettingsForm
-from deviations.traces.matrix import MatrixQuery, cell_rows, cells_json, matrix_slice, range_problem
+from deviations.traces.matrix import (
+    MANY_RELEASES,
+    WINDOW,
+    MatrixQuery,
+    cell_rows,
+    cells_json,
+    matrix_slice,
+    range_problem,
+    release_window,
+)
 from deviations.traces.models import Function, Release, ReleaseAnnotation, Run, Series
 from deviations.traces.uploads import files
 from deviations.traces.uploads.results import set_metric
@@ -97,19 +106,31 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
             return HttpResponse(cells_json(view, series), content_type="application/json")
         rows = cell_rows(view, series) if view is not None else []
         return _table_response(rows, DEVIATION_FIELDS, fmt, f"{series.name}-deviations")
-    releases = selectors.releases_with_counts(series)
+    # A long history lists only the window's releases (the pickers and the table of
+    # releases): the page reads and renders what it shows (issue 24).
+    total = series.releases.count()
+    listed = None
+    if total > MANY_RELEASES:
+        window = release_window(series, query)
+        listed = window.versions if window is not None else []
+    releases = selectors.releases_with_counts(series, listed)
+    lacking, one_run = selectors.releases_lacking_runs(series), selectors.one_run_releases(series)
     annotations = notes.series_annotations(series)
     # Everything the page shows (core.pagecache): the series' row (thresholds, default
     # rule), its analysis (generation), the controls, the releases with their run counts
     # (versions, the selects, "not in the matrix"), the notes marked on the figure.
     key = (
         "series_detail", request.path, _fields(series), series.page_generation, query,
-        selectors.metric_settings_key(series),
+        selectors.metric_settings_key(series), total, one_run,
+        tuple(tuple(r.values()) for r in lacking),
         tuple(_fields(r) + (r.runs_done, r.runs_failed, r.runs_pending) for r in releases),
         tuple(_fields(a) + (note_rules.byline(a),) for a in annotations),
     )
+    listing = {"releases_total": total, "releases_listed": listed is not None,
+               "lacking": lacking, "one_run": one_run}
     return shared_page(request, key, "deviations/series_detail.html",
-                       lambda: _series_context(request, series, query, releases, annotations))
+                       lambda: _series_context(request, series, query, releases, annotations)
+                       | listing)
 
 
 def _fields(instance: Any) -> tuple[Any, ...]:
@@ -154,14 +175,15 @@ def _series_context(request: HttpRequest, series: Series, query: MatrixQuery,
     return {
         "series": series, "query": query, "view": view, "figure": figure, "table": table,
         "releases": releases, "pairs_shown": len(view.releases) - 1 if view else 0,
-        "range_problem": range_problem(query, [r.version for r in releases]),
-        "lacking": selectors.releases_lacking_runs(series, releases),
-        "one_run": sum(r.runs_done == 1 for r in releases),
+        "range_problem": range_problem(query, list(series.releases.filter(
+            version__in=[query.first, query.last]).order_by("sort_key", "id")
+            .values_list("version", flat=True))),
         "provisional_pairs": int(view.arrays["provisional"].any(axis=0).sum()) if view else 0,
         "final_within": int(view.arrays["final_within"].max(initial=0)) if view else 0,
         "permalink": request.path + ("?" + query.params() if query.params() else ""),
         "export_csv": "?" + query.params(format="csv"),
         "export_json": "?" + query.params(format="json"),
+        "default_window": WINDOW,
         "prev_page": query.params(page=view.query.page - 1) if view and view.query.page > 1
         else None,
         "next_page": query.params(page=view.query.page + 1)
@@ -181,8 +203,12 @@ def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpRe
     series = get_object_or_404(Series, name=name)
     function = get_object_or_404(Function, series=series, pk=function_id)
     query = MatrixQuery.for_series(request.GET, series)
+    # The matrix's window of releases (the newest by default; exports: ``window=all``).
+    window = release_window(series, query)
+    columns = window.columns if window is not None else None
     detail = selectors.function_detail(series, function, query.metric, query.estimator,
-                                       query.rule, with_samples="runs" in request.GET)
+                                       query.rule, with_samples="runs" in request.GET,
+                                       columns=columns)
     fmt = request.GET.get("format")
     if fmt in ("csv", "json"):
         # The range as its export columns (the page's ``culprit`` is for the template).
@@ -213,7 +239,9 @@ def function_detail(request: HttpRequest, name: str, function_id: int) -> HttpRe
                                             unit_label=metric.unit if metric else None,
                                             title="Median CI against the number of runs")
     context = {
-        "why": calltree.function_flags(series, function, query.rule),
+        "why": calltree.function_flags(series, function, query.rule, columns),
+        "window": window, "default_window": WINDOW,
+        "window_extra": "&runs=1" if "runs" in request.GET else "",
         "series": series, "function": function, "query": query, "detail": detail,
         "figure": figure, "narrowing": narrowing, "unit": unit, "metric": metric,
         "sample_word": "value" if series.is_metrics else "run",
@@ -249,11 +277,26 @@ def release_detail(request: HttpRequest, name: str, version: str) -> HttpRespons
         "table": (selectors.release_metric_table(release) if series.is_metrics
                   else selectors.release_function_table(release)),
         "runs_done": release.runs.filter(status=Run.DONE).count(),
+        "nearby": _nearby_versions(release),
         "permalink": request.get_full_path(),
         "export_csv": "?" + query.params(format="csv"),
         "export_json": "?" + query.params(format="json"),
     }
     return render(request, "deviations/release_detail.html", context)
+
+
+def _nearby_versions(release: Release) -> list[str] | None:
+    """The base picker's offers on a release page of a long history (more than
+    ``MANY_RELEASES``): the window of releases before it and after it, not all (None: a
+    short history, every release in a select)."""
+    releases = Release.objects.filter(series=release.series)
+    if releases.count() <= MANY_RELEASES:
+        return None
+    before = releases.filter(sort_key__lte=release.sort_key).exclude(pk=release.pk).order_by(
+        "-sort_key", "-id").values_list("version", flat=True)[:WINDOW]
+    after = releases.filter(sort_key__gte=release.sort_key).exclude(pk=release.pk).order_by(
+        "sort_key", "id").values_list("version", flat=True)[:WINDOW]
+    return [*reversed(list(before)), *after]
 
 
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
@@ -269,17 +312,13 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
     series = get_object_or_404(Series, name=name)
     query = compare.CompareQuery.from_params(request.GET)
     result, error, status = None, "", 200
+    rows: list[dict[str, Any]] = []
     fmt = request.GET.get("format")
     if query.base or query.new or fmt in ("csv", "json"):
         try:
-            result = compare.compare_releases(series, query.base, query.new, query.metric,
-                                              test=query.test)
+            result, rows = compare.remembered_rows(series, query)
         except compare.CompareError as exc:
             error, status = exc.message, exc.status
-    rows = []
-    if result is not None:
-        rows = compare.sort_rows(compare.filter_rows(result.rows, query.q, query.show),
-                                 query.sort)
     if fmt in ("csv", "json"):
         if error:
             return HttpResponse(error, status=status, content_type="text/plain; charset=utf-8")
@@ -296,6 +335,10 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
                 tree.tree, title=f"Call tree, {query.base} → {query.new}")
         except calltree.CallTreeError as exc:
             tree_error = exc.message
+    matching = len(rows)
+    pages = max(1, -(-matching // compare.PER_PAGE))
+    page = min(query.page, pages)
+    rows = rows[(page - 1) * compare.PER_PAGE : page * compare.PER_PAGE]
     rows = selectors.with_units(series, rows)  # a metric's unit beside its name
     # Milliseconds, as the release page's tables of many functions (exports stay in µs);
     # a metric series' values as stored (each metric in its unit).
@@ -305,7 +348,7 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
         "unit": unit, "unit_label": charts.UNIT_LABEL[unit],
         "file_word": "file" if series.is_metrics else "run",
         "sample_word": "value" if series.is_metrics else "run",
-        "releases": selectors.releases_with_counts(series),
+        **_compare_pickers(series, query),
         "fdr": compare.FDR, "min_change": series.min_relative_change,
         "how_many_pct": f"{_how_many_pct(series):g}",
         "min_change_us": series.min_absolute_change_us,
@@ -313,8 +356,11 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
         "permalink": request.path + ("?" + query.params() if query.params() else ""),
         "export_csv": "?" + query.params(format="csv"),
         "export_json": "?" + query.params(format="json"),
-        "sort_links": {s: "?" + query.params(sort=s) for s in compare.SORTS},
-        "swap": "?" + query.params(base=query.new, new=query.base),
+        "sort_links": {s: "?" + query.params(sort=s, page=1) for s in compare.SORTS},
+        "matching": matching, "page": page, "pages": pages, "per_page": compare.PER_PAGE,
+        "prev_page": query.params(page=page - 1) if page > 1 else None,
+        "next_page": query.params(page=page + 1) if page < pages else None,
+        "swap": "?" + query.params(base=query.new, new=query.base, page=1),
         "tree": tree, "tree_figure": tree_figure, "tree_error": tree_error,
         "calls": request.GET.get("calls", ""),
         "tree_cut": calltree.cut_words(tree.cut) if tree is not None else "",
@@ -324,6 +370,17 @@ def compare_releases(request: HttpRequest, name: str) -> HttpResponse:
         "tree_root_name": calltree.ROOT_NAME,
     }
     return render(request, "deviations/compare.html", context, status=status)
+
+
+def _compare_pickers(series: Series, query: compare.CompareQuery) -> dict[str, Any]:
+    """The compare page's release pickers: every release with its runs in two selects, or
+    past ``MANY_RELEASES`` text inputs offering the newest ``WINDOW`` and the two chosen."""
+    if series.releases.count() <= MANY_RELEASES:
+        return {"releases": selectors.releases_with_counts(series), "releases_listed": False}
+    newest = series.releases.order_by("-sort_key", "-id").values_list("version",
+                                                                      flat=True)[:WINDOW]
+    shown = {*newest, query.base, query.new} - {""}
+    return {"releases": selectors.releases_with_counts(series, shown), "releases_listed": True}
 
 
 def _how_many_pct(series: Series) -> float:

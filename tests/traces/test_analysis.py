@@ -331,7 +331,8 @@ def assert_same_as_full(series: Series) -> None:
         got = stored[kind]
         np.testing.assert_array_equal(got["function_ids"], full.function_ids)
         np.testing.assert_array_equal(got["release_ids"], full.columns.release_ids)
-        assert set(got) - {"function_ids", "release_ids", "run_counts"} == set(arrays), kind
+        assert set(got) - {"function_ids", "release_ids", "run_counts", "all_release_ids",
+                           "start"} == set(arrays), kind
         np.testing.assert_array_equal(got["run_counts"], full.columns.run_counts)
         for key, expected in arrays.items():
             assert got[key].dtype == expected.dtype, (kind, key)

@@ -279,9 +279,12 @@ def test_matrix_pages_keep_what_they_assembled_until_a_new_analysis(
         return len(reads) - before
 
     assert blocks_read("/series/s/") >= 1
-    # Another page, filter or sort of the same analysis reads no block again.
-    assert blocks_read("/series/s/?sort=name&q=pai&first=1.1") == 0
+    # Another page, filter or sort of the same analysis and window reads no block again;
+    # another window of releases is read once (its own columns only).
+    assert blocks_read("/series/s/?sort=name&q=pai") == 0
     assert blocks_read("/series/s/matrix.json?per=1&page=2") == 0
+    assert blocks_read("/series/s/?sort=name&q=pai&first=1.1") == 1
+    assert blocks_read("/series/s/matrix.json?first=1.1&sort=gap") == 0
     # A new release is a new analysis (generation): the page shows it at once.
     files = []
     for k, dur in enumerate([305, 300, 302]):
@@ -310,10 +313,13 @@ def test_a_new_minimum_change_shows_at_once_on_a_kept_page(client: Client, serie
 
 
 def test_kept_arrays_cannot_be_modified(series: str) -> None:
-    from deviations.traces.matrix import _assembled
+    from deviations.traces.matrix import _assembled, release_window
     from deviations.traces.models import Series
 
-    assembled = _assembled(Series.objects.get(name="s"), MatrixQuery())
+    shown = Series.objects.get(name="s")
+    window = release_window(shown, MatrixQuery())
+    assert window is not None
+    assembled = _assembled(shown, MatrixQuery(), window)
     assert assembled is not None
     found = assembled.found
     with pytest.raises(ValueError, match="read-only"):
