@@ -29,12 +29,19 @@ reordered, another version of the parameters, no stored analysis) and ``--full``
 recompute and rewrite everything. Both paths run the same code, and a test checks that
 they store the same arrays.
 
+Bounded memory (issue 24; docs/architecture.md, "Analysis in chunks of functions"): a
+series whose one-piece analysis would hold more than ``DEVIATIONS_ANALYSIS_MEMORY_MB`` is
+analysed in chunks of rows (``prepare``, ``run_chunk``, ``finish``), each streaming the runs
+for its rows only and writing its blocks under a stage that the last step publishes at
+once; in-process one after another, or as a chord of tasks on a worker pool.
+
 Idempotence: an analysis records the instant of its snapshot. A request is skipped when a
 stored analysis already saw every run that finished (``Run.finished``); writes serialise
 on the series row, the older snapshot never overwrites the newer, and an update is stored
 only onto the generation it was computed from (otherwise it starts again from what is
 stored). An incremental result equals the full recompute of what it read, so which of two
-racing analyses wins changes nothing but the snapshot.
+racing analyses wins changes nothing but the snapshot. In chunks the same holds: a chunk
+reads stored rows only of the generation planned, and the last step publishes only onto it.
 """
 
 from __future__ import annotations
@@ -777,8 +784,9 @@ def finish(job: Job) -> str:
         store.discard(job.series_id, job.stage)
         raise
     _remember(job.series_id, None)
+    n = len(job.chunks)
     return _said(job.function_ids, columns, job.plan, job.whole) + (
-        f" in {len(job.chunks)} chunks")
+        f" in {n} chunk{'s' * (n != 1)}")
 
 
 def _said(function_ids: np.ndarray, columns: Columns, p: Plan, rewritten: Sequence[int]) -> str:
@@ -873,9 +881,8 @@ def _analyse(series: Series, force: bool, fan_out: Callable[[Job], None] | None 
             return "no new runs since the stored analysis"
         p = plan(columns, head)
         if not _fits_one(series, columns, head, p):
-            job = prepare(series, columns, head, p, snapshot)
-            if len(job.chunks) > 1:
-                return _in_chunks(job, fan_out)
+            # Even one chunk: it holds its rows' numbers in the columns it rewrites only.
+            return _in_chunks(prepare(series, columns, head, p, snapshot), fan_out)
         # In one piece, as before chunks: the whole stored analysis is the base (a newer
         # one stored since the head was read makes the write refuse it: BaseChangedError).
         stored = None if force or head is None else _read_stored(series)
@@ -894,7 +901,7 @@ def _analyse(series: Series, force: bool, fan_out: Callable[[Job], None] | None 
 
 def _in_chunks(job: Job, fan_out: Callable[[Job], None] | None) -> str:
     """Hand the chunks to the workers, or run them here one after another."""
-    if fan_out is not None:
+    if fan_out is not None and len(job.chunks) > 1:
         fan_out(job)
         return f"{SENT} {len(job.chunks)} chunks"
     try:
