@@ -98,11 +98,16 @@ def fill(args: argparse.Namespace) -> None:
 
 def _child(argv: list[str]) -> dict[str, Any]:
     """Run ``python -m tests.benchmarks.analysis_scale step ...``; its last line (JSON)."""
-    out = subprocess.run([sys.executable, "-m", "tests.benchmarks.analysis_scale", *argv],
-                         cwd=PROJECT_ROOT, check=True, capture_output=True, text=True)
-    for line in out.stdout.splitlines()[:-1]:
-        print("    " + line, flush=True)
-    return dict(json.loads(out.stdout.splitlines()[-1]))
+    with subprocess.Popen([sys.executable, "-m", "tests.benchmarks.analysis_scale", *argv],
+                          cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            print("    " + line.rstrip(), flush=True)
+    if proc.returncode:
+        raise RuntimeError(f"step {argv[:2]} failed ({proc.returncode})")
+    return dict(json.loads(lines[-1]))
 
 
 _BLOCK_BYTES = ("estimate", "lo", "hi", "order_lo", "order_hi", "n", "gap", "diff", "diff_lo",

@@ -202,3 +202,48 @@ def test_a_job_travels_as_json() -> None:
     assert again.to_json() == job.to_json()
     assert again.snapshot == job.snapshot
     np.testing.assert_array_equal(again.function_ids, job.function_ids)
+
+
+def test_a_chunk_task_at_the_time_limit_is_recorded_and_nothing_is_published(
+    monkeypatch: pytest.MonkeyPatch, settings: Any,
+) -> None:
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from deviations.traces import attempts, tasks
+
+    data = RandomSeries(37, functions=40)
+    for number in range(5):
+        data.add_runs(number, 3)
+    analysis.analyse_series(data.series.pk)
+    generation = store.generation(data.series.pk)
+    data.add_runs(5, 3)
+    settings.DEVIATIONS_ANALYSIS_MEMORY_MB = one_piece_cost(data.series.pk) / 3 / 2**20
+    sent: list[analysis.Job] = []
+    attempts.begin(data.series.pk, attempts.runs_until(data.series.pk))
+    message = analysis._analyse(data.series, True, sent.append)  # as on a worker pool
+    assert message.startswith(analysis.SENT)
+    payload = sent[0].to_json()
+    real = analysis.run_chunk
+
+    def too_long(job: analysis.Job, lo: int, hi: int) -> None:
+        if lo:
+            raise SoftTimeLimitExceeded
+        real(job, lo, hi)
+
+    monkeypatch.setattr(analysis, "run_chunk", too_long)
+    results = [tasks.analyse_chunk.run(payload, lo, hi) for lo, hi in sent[0].chunks]
+    assert "stopped at the time limit" in results
+    assert "not published" in tasks.finish_analysis.run(results, payload)
+    data.series.refresh_from_db()
+    assert data.series.analysis_failure == attempts.limit_reason()
+    assert data.series.analysis_started is None
+    assert store.generation(data.series.pk) == generation
+    assert not AnalysisBlock.objects.exclude(stage=0).exists()
+    # The sweeper sends nothing for the same runs (no loop); a new run tries again.
+    assert tasks.analyse_stale_series() == []
+    monkeypatch.setattr(analysis, "run_chunk", real)
+    results = [tasks.analyse_chunk.run(payload, lo, hi) for lo, hi in sent[0].chunks]
+    assert "chunks" in tasks.finish_analysis.run(results, payload)
+    data.series.refresh_from_db()
+    assert data.series.analysis_failure == ""
+    assert_same_as_full(data.series)
