@@ -46,7 +46,8 @@ reads stored rows only of the generation planned, and the last step publishes on
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import product
@@ -602,6 +603,11 @@ RUN_VALUE_BYTES = 48
 #: Bytes a chunk holds per (function, column) cell it computes, both metrics: what a block
 #: stores (~230 bytes a metric) and the temporaries of the per-release and pair statistics.
 CELL_BYTES = 700
+#: Bytes a chunk holds per row whatever it loads: the windows of the boundaries it judges
+#: (at most ~17 releases) padded and ranked, the runs' entries copied as they are filtered
+#: and scattered. Measured on an update of 20,000 functions × 201 releases × 10 runs
+#: (575 MB above the process's own 88 MB, where the two terms above count 214 MB).
+ROW_BYTES = 20 * 1024
 
 
 def memory_budget() -> int:
@@ -703,8 +709,8 @@ def _costs(columns: Columns, p: Plan, width: int) -> tuple[int, int]:
     counts = columns.run_counts
     loaded = int(counts[p.loaded].sum()) if p.loaded else 0
     R = len(counts)  # noqa: N806
-    return (loaded * RUN_VALUE_BYTES + width * CELL_BYTES,
-            int(counts.sum()) * RUN_VALUE_BYTES + R * CELL_BYTES)
+    return (ROW_BYTES + loaded * RUN_VALUE_BYTES + width * CELL_BYTES,
+            ROW_BYTES + int(counts.sum()) * RUN_VALUE_BYTES + R * CELL_BYTES)
 
 
 def _fits_one(series: Series, columns: Columns, head: store.Head | Stored | None, p: Plan
@@ -746,6 +752,26 @@ def prepare(series: Series, columns: Columns, head: store.Head | Stored | None, 
                tuple(chunks(len(function_ids), base_rows, old, new, memory_budget())))
 
 
+@contextmanager
+def _small_pages() -> Iterator[None]:
+    """NumPy asks Linux for 2 MB pages for every array of 4 MB or more
+    (``madvise(MADV_HUGEPAGE)``): then writing a few columns of a column-major array makes
+    2 MB of each of them resident, and an update of 20,000 functions × 201 releases held
+    989 MB instead of ~0.2 GB (measured; 735 MB against 99 MB for 92 arrays with 5 columns
+    written). The flag is NumPy's own switch, private (``_set_madvise_hugepage``): without
+    it, nothing changes but memory."""
+    switch = getattr(getattr(np, "_core", None), "multiarray", None)
+    toggle = getattr(switch, "_set_madvise_hugepage", None)
+    if toggle is None:
+        yield
+        return
+    before = toggle(False)
+    try:
+        yield
+    finally:
+        toggle(before)
+
+
 def run_chunk(job: Job, lo: int, hi: int) -> None:
     """Compute the rows ``lo .. hi`` of ``job`` and write their blocks under its stage.
 
@@ -758,13 +784,14 @@ def run_chunk(job: Job, lo: int, hi: int) -> None:
     old = None
     only = np.zeros(len(columns.release_ids), dtype=np.bool_)
     only[list(job.whole)] = True
-    if base and job.base is not None:
-        wanted = [int(p.old_col[c]) for c in job.whole if p.old_col[c] >= 0]
-        old = store.read_rows(job.series_id, job.base, job.stored_release_ids,
-                              slice(lo, lo + base), wanted)
-    loaded = load_columns(columns, p.loaded, np.sort(function_ids), len(job.function_ids))
-    metrics = _compute_rows(columns, p, function_ids, base, old, loaded, only=only,
-                            order="F" if base else "C")
+    with _small_pages():
+        if base and job.base is not None:
+            wanted = [int(p.old_col[c]) for c in job.whole if p.old_col[c] >= 0]
+            old = store.read_rows(job.series_id, job.base, job.stored_release_ids,
+                                  slice(lo, lo + base), wanted)
+        loaded = load_columns(columns, p.loaded, np.sort(function_ids), len(job.function_ids))
+        metrics = _compute_rows(columns, p, function_ids, base, old, loaded, only=only,
+                                order="F" if base else "C")
     del loaded, old
     store.stage_blocks(job.series_id, job.stage, metrics, columns.release_ids,
                        job.parts(lo, hi), first=lo)
