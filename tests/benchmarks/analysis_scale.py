@@ -36,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -195,7 +196,80 @@ def step(args: argparse.Namespace) -> None:
     print(json.dumps(out))
 
 
+def _proc_stats(pid: int) -> tuple[float, float]:
+    """CPU seconds (user + system) and peak RSS (MB, ``VmHWM``) of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    hwm = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+               if line.startswith("VmHWM:"))
+    return cpu, int(hwm.split()[1]) / 1024
+
+
+def _on_workers(args: argparse.Namespace, memory: float) -> None:
+    """A full analysis and one new release through ``--workers`` Celery worker processes
+    (``--pool=solo``: each process runs one task at a time, and its RSS is the task's)."""
+    from deviations.core import worker  # noqa: F401  (binds the tasks to the project's app)
+    from deviations.traces import analysis, store, tasks
+    from deviations.traces.models import AnalysisBlock, Series, SeriesAnalysis
+
+    env = {**os.environ, "DATABASE_URL": PG.format(args.database),
+           "DEVIATIONS_ANALYSIS_MEMORY_MB": str(memory)}
+    logs = [open(f"/tmp/analysis_scale_worker{k}.log", "wb") for k in range(args.workers)]  # noqa: SIM115, S108
+    workers = [subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "deviations.celery", "worker", "--pool=solo",
+         "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
+         "-n", f"bench{k}@%h"], cwd=PROJECT_ROOT, env=env, stdout=log,
+        stderr=subprocess.STDOUT) for k, log in enumerate(logs)]
+    try:
+        time.sleep(8)  # the workers connect
+        series = Series.objects.get(name=args.series)
+
+        def analysed(before: int | None) -> tuple[float, float, list[float], str]:
+            start = time.perf_counter()
+            cpu0 = sum(_proc_stats(w.pid)[0] for w in workers)
+            tasks.analyse_series.delay(series.pk)
+            while True:
+                time.sleep(0.5)
+                series.refresh_from_db()
+                if store.generation(series.pk) not in (None, before) and (
+                        series.analysis_started is None):
+                    break
+                if series.analysis_failure:
+                    raise RuntimeError(series.analysis_failure)
+            wall = time.perf_counter() - start
+            stats = [_proc_stats(w.pid) for w in workers]
+            return wall, sum(s[0] for s in stats) - cpu0, [s[1] for s in stats], (
+                f"{len(analysis.current_columns(series).release_ids)} releases")
+
+        AnalysisBlock.objects.filter(series=series).delete()
+        SeriesAnalysis.objects.filter(series=series).delete()
+        wall, cpu, rss, what = analysed(None)
+        print(f"  {args.workers} workers, memory {memory} MB, full: {wall:.1f} s, CPU of the "
+              f"workers {cpu:.1f} s, peak RSS per worker {[round(r) for r in rss]} MB ({what})",
+              flush=True)
+        filler, made = attach(args.functions, args.runs, args.releases, args.seed, args.series)
+        order = series.releases.order_by("-order").values_list("order", flat=True)[0] + 10
+        filler.add_release(f"9.{made}", order=order, position=0)
+        before = store.generation(series.pk)
+        new_wall, new_cpu, new_rss, what = analysed(before)
+        print(f"  {args.workers} workers, one new release: {new_wall:.2f} s, CPU of the "
+              f"workers {new_cpu:.2f} s, peak RSS per worker {[round(r) for r in new_rss]} MB "
+              f"({what})", flush=True)
+        print(f"workers={args.workers} full_s={wall:.1f} full_cpu_s={cpu:.1f} "
+              f"incremental_s={new_wall:.2f} incremental_cpu_s={new_cpu:.2f} "
+              f"peak_rss_mb={max(rss):.0f} memory_mb={memory} load={os.getloadavg()[0]:.2f}",
+              flush=True)
+    finally:
+        for w in workers:
+            w.terminate()
+            w.wait(timeout=60)
+        for log in logs:
+            log.close()
+
+
 def measure(args: argparse.Namespace) -> None:
+    if args.workers:
+        os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/1")
     setup_django(args.database)
     from django.core.management import call_command
 
@@ -211,6 +285,9 @@ def measure(args: argparse.Namespace) -> None:
     common = ["--database", args.database, "--series", args.series, "--functions",
               str(functions), "--runs", str(args.runs), "--releases", str(args.releases)]
     for memory in args.memory_mb:
+        if args.workers:
+            _on_workers(args, memory)
+            continue
         mem = ["--memory-mb", str(memory)]
         if args.chunks_only:
             got = _child(["step", "chunks", "--chunks-only", str(args.chunks_only), *mem, *common])
@@ -261,6 +338,9 @@ def main() -> None:
                         help="fill: continue the series a fill left in --database")
     parser.add_argument("--memory-mb", type=float, nargs="+", default=[1024.0],
                         help="DEVIATIONS_ANALYSIS_MEMORY_MB values to measure, in turn")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="measure through this many Celery worker processes (a chord; "
+                             "CELERY_BROKER_URL, default redis://127.0.0.1:6379/1)")
     parser.add_argument("--chunks-only", type=int, default=0,
                         help="measure: time the first K chunks of a full analysis only")
     args = parser.parse_args()
