@@ -628,7 +628,15 @@ def chunks(F: int, base: int, old_cost: int, new_cost: int, budget: int  # noqa:
     ``old_cost`` bytes each, then the rows first seen now costing ``new_cost``."""
     out: list[tuple[int, int]] = []
     for lo, hi, cost in ((0, base, old_cost), (base, F, new_cost)):
-        step = _rows_per_chunk(cost, budget)
+        if hi <= lo:
+            continue
+        most = _rows_per_chunk(cost, budget)
+        # As many chunks as needed, of even sizes (a worker pool finishes them together),
+        # whole blocks when chunks are a block or more.
+        count = -(-(hi - lo) // most)
+        step = -(-(hi - lo) // count)
+        if most >= store.BLOCK_ROWS:
+            step = min(most, -(-step // store.BLOCK_ROWS) * store.BLOCK_ROWS)
         out += [(a, min(a + step, hi)) for a in range(lo, hi, step)]
     return out
 
