@@ -470,8 +470,9 @@ def read_rows(series_id: int, base: int, stored_release_ids: np.ndarray, rows: s
     return metrics
 
 
-#: Blocks a column may have (per metric and estimator) before new functions make it be
-#: rewritten whole: reads stay a few rows per column, and compaction is rare.
+#: Blocks of fewer than BLOCK_ROWS rows a column may have (per metric and estimator)
+#: before new functions make it be rewritten whole: reads stay a few rows per column, and
+#: compaction is rare.
 MAX_BLOCKS_PER_COLUMN = 8
 
 
