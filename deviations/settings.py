@@ -249,6 +249,11 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024**2
 # Pages keep the arrays they assembled from a stored analysis, per process, up to this many
 # MB (deviations.core.memo; one view of 300 releases × 5,000 functions is ~100 MB); 0: off.
 DEVIATIONS_PAGE_CACHE_MB = env.int("DEVIATIONS_PAGE_CACHE_MB", default=256)
+# Memory (MB) one analysis may hold for its arrays: a series larger than this is analysed in
+# chunks of functions (deviations.traces.analysis, issue 24), one after another in-process or
+# as a chord of tasks over the worker pool. 1,024 MB fits a 2 GiB worker (its process with
+# Django, NumPy and SciPy loaded takes ~0.2 GB; docs/deploy.md has the measured peaks).
+DEVIATIONS_ANALYSIS_MEMORY_MB = env.float("DEVIATIONS_ANALYSIS_MEMORY_MB", default=1024)
 
 # --- Celery -------------------------------------------------------------------------------
 # Without a broker, tasks run in-process, synchronously, when they are sent: the embedded
@@ -257,7 +262,11 @@ DEVIATIONS_PAGE_CACHE_MB = env.int("DEVIATIONS_PAGE_CACHE_MB", default=256)
 CELERY_TASK_ALWAYS_EAGER = not env.str("CELERY_BROKER_URL", default="")
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="memory://localhost/")
 CELERY_TASK_EAGER_PROPAGATES = True
-CELERY_RESULT_BACKEND = None  # results live in the database (Run.status), not in Celery
+# Results live in the database (Run.status), not in Celery; only the chunks of a chunked
+# analysis keep theirs (in the broker's Redis, for an hour): a chord counts them to start
+# its last step (deviations.traces.tasks.analyse_chunk).
+CELERY_RESULT_BACKEND = _BROKER if _BROKER.startswith(("redis://", "rediss://")) else None
+CELERY_RESULT_EXPIRES = 3600
 CELERY_TASK_IGNORE_RESULT = True
 # JSON only: a task message never carries pickled objects, only ids.
 CELERY_TASK_SERIALIZER = "json"

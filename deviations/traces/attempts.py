@@ -51,6 +51,25 @@ def fail(series_id: int, until: datetime | None, reason: str) -> None:
         analysis_failed_at=timezone.now())
 
 
+def touch(series_id: int) -> None:
+    """A chunk of the running attempt starts: the attempt is alive (the sweeper counts the
+    hard limit from here, per chunk, not for the whole chord)."""
+    Series.objects.filter(pk=series_id, analysis_started__isnull=False).update(
+        analysis_started=timezone.now())
+
+
+def fail_running(series_id: int, reason: str) -> None:
+    """A part of the running attempt (a chunk of a chunked analysis, issue 24) failed: the
+    attempt failed, for the runs it covers (recorded by ``begin``)."""
+    Series.objects.filter(pk=series_id).update(
+        analysis_started=None, analysis_failure=reason, analysis_failed_at=timezone.now())
+
+
+def failure(series_id: int) -> str:
+    return str(Series.objects.filter(pk=series_id).values_list(
+        "analysis_failure", flat=True).first() or "")
+
+
 def hard_limit() -> timedelta:
     return timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
 

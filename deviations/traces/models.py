@@ -458,11 +458,15 @@ class AnalysisBlock(models.Model):
     shift_n_before = models.BinaryField(default=b"")
     shift_n_after = models.BinaryField(default=b"")
     shift_flags = models.BinaryField(default=b"")
+    #: 0: part of the stored analysis. Otherwise the blocks an analysis in chunks of rows
+    #: (``traces.analysis``, issue 24) has written so far, invisible to readers until its
+    #: last step makes them stage 0 in one transaction (``traces.store.publish``).
+    stage = models.BigIntegerField(default=0)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["series", "metric", "estimator", "release", "row_start"],
+                fields=["series", "metric", "estimator", "release", "row_start", "stage"],
                 name="analysis_block_unique",
             ),
         ]

@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import itertools
 import secrets
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import psycopg
 from django.core.exceptions import EmptyResultSet
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.db.models import BinaryField, Count, F, Q, QuerySet, Value
 from django.db.models.functions import Greatest, Least, Substr
 
@@ -79,7 +80,7 @@ _FILL = {"paper_verdict": -1, "shift_verdict": -1, "n": 0, "shift_reach_before":
 #: Readers assemble any split (``_assemble``); writers split by it (issue 24).
 BLOCK_ROWS = 1024
 _BLOCK_COLUMNS = ("series_id", "release_id", "metric", "estimator", "row_start", "rows",
-                  *BLOCK_FIELDS)
+                  "stage", *BLOCK_FIELDS)
 _SUMMARY_COLUMNS = ("series_id", "generation", "release_ids", "function_ids", "run_ids",
                     "run_counts", "params", "snapshot_at")
 
@@ -110,18 +111,20 @@ class MetricArrays:
     shift: dict[str, np.ndarray]
 
     @classmethod
-    def empty(cls, F: int, R: int, *, filled: bool = True) -> MetricArrays:  # noqa: N803
+    def empty(cls, F: int, R: int, *, filled: bool = True,  # noqa: N803
+              order: Literal["C", "F"] = "C") -> MetricArrays:
         """Arrays for an F × R matrix: their fill values (NaN, n 0, verdicts -1), or
         uninitialised when the caller writes every cell (``filled=False``: an update, whose
         equality with a full recompute the tests check, so an unwritten cell could not go
-        unnoticed)."""
+        unnoticed). ``order="F"`` (column-major): a chunk of an update writes a few columns,
+        and the pages of the others are never touched (no memory)."""
         P = max(R - 1, 0)  # noqa: N806
 
         def make(field: str, cols: int) -> np.ndarray:
             dtype = DTYPES[field].newbyteorder("=")
             if filled:
-                return np.full((F, cols), fill(field), dtype=dtype)
-            return np.empty((F, cols), dtype=dtype)
+                return np.full((F, cols), fill(field), dtype=dtype, order=order)
+            return np.empty((F, cols), dtype=dtype, order=order)
 
         return cls(
             release={e: {k: make(k, R) for k in RELEASE_FIELDS} for e in ESTIMATORS},
@@ -206,7 +209,7 @@ def binary_values(query: QuerySet[Any], fields: Sequence[str]) -> list[tuple[Any
 
 
 _PG_TYPES = {"series_id": "int8", "release_id": "int8", "metric": "text", "estimator": "text",
-             "row_start": "int4", "rows": "int4", "generation": "int8",
+             "row_start": "int4", "rows": "int4", "generation": "int8", "stage": "int8",
              "snapshot_at": "timestamptz"}
 
 
@@ -233,25 +236,40 @@ def _copy(model: type[Any], columns: Sequence[str], rows: Iterable[list[Any]]) -
 # --- writing --------------------------------------------------------------------------
 
 
+def splits(rows: slice) -> list[slice]:
+    """``rows`` cut at every multiple of :data:`BLOCK_ROWS`: the row ranges of its blocks."""
+    out, start = [], rows.start or 0
+    while start < rows.stop:
+        stop = min(rows.stop, (start // BLOCK_ROWS + 1) * BLOCK_ROWS)
+        out.append(slice(start, stop))
+        start = stop
+    return out
+
+
 def _blocks(
-    series_id: int, w: Write, columns: Iterable[int], rows: slice
+    series_id: int, metrics: Mapping[str, MetricArrays], release_ids: np.ndarray,
+    columns: Iterable[int], rows: slice, *, first: int = 0, stage: int = 0,
 ) -> Iterator[list[Any]]:
-    """Block rows of ``columns`` for matrix rows ``rows``, every metric and estimator."""
-    start, stop = rows.start or 0, rows.stop
-    for metric, state in w.metrics.items():
+    """Block rows of ``columns`` for matrix rows ``rows`` (split by :func:`splits`), every
+    metric and estimator; the arrays hold the matrix rows from ``first`` on."""
+    columns = list(columns)
+    for metric, state in metrics.items():
         for estimator in ESTIMATORS:
             for c in columns:
-                row: list[Any] = [series_id, int(w.release_ids[c]), metric, estimator, start,
-                                  stop - start]
-                for field in BLOCK_FIELDS:
-                    array, offset = state.column(estimator, field)
-                    # The shift rule does not depend on the estimator: median blocks only.
-                    if c - offset < 0 or (field in SHIFT_FIELDS and estimator != ESTIMATORS[0]):
-                        row.append(b"")
-                    else:
-                        values = array[start:stop, c - offset]
-                        row.append(np.ascontiguousarray(values, DTYPES[field]).tobytes())
-                yield row
+                for part in splits(rows):
+                    start, stop = part.start, part.stop
+                    row: list[Any] = [series_id, int(release_ids[c]), metric, estimator, start,
+                                      stop - start, stage]
+                    for field in BLOCK_FIELDS:
+                        array, offset = state.column(estimator, field)
+                        # The shift rule does not depend on the estimator: median blocks only.
+                        if c - offset < 0 or (field in SHIFT_FIELDS
+                                              and estimator != ESTIMATORS[0]):
+                            row.append(b"")
+                        else:
+                            values = array[start - first : stop - first, c - offset]
+                            row.append(np.ascontiguousarray(values, DTYPES[field]).tobytes())
+                    yield row
 
 
 def write(series: Series, snapshot: datetime, w: Write | None, base: int | None) -> int:
@@ -271,7 +289,7 @@ def write(series: Series, snapshot: datetime, w: Write | None, base: int | None)
         partial = w is not None and w.columns is not None
         if partial and (head is None or head[0] != base):
             raise BaseChangedError
-        blocks = AnalysisBlock.objects.filter(series=series)
+        blocks = AnalysisBlock.objects.filter(series=series, stage=0)
         SeriesAnalysis.objects.filter(series=series).delete()
         if w is None:
             blocks.delete()
@@ -280,40 +298,193 @@ def write(series: Series, snapshot: datetime, w: Write | None, base: int | None)
         every = range(len(w.release_ids))
         if w.columns is None:
             blocks.delete()
-            rows = _blocks(series.pk, w, every, slice(0, F))
+            rows = _blocks(series.pk, w.metrics, w.release_ids, every, slice(0, F))
         else:
             whole = set(w.columns)
             if w.tail_from < F:
                 # New functions: the other columns get a block of their rows, unless they
                 # have too many blocks already; those are rewritten whole (compacted).
-                whole |= _crowded(series, w.release_ids)
+                whole |= crowded(series, w.release_ids)
             blocks.filter(release_id__in=[int(w.release_ids[c]) for c in whole]).delete()
-            rows = _blocks(series.pk, w, sorted(whole), slice(0, F))
+            rows = _blocks(series.pk, w.metrics, w.release_ids, sorted(whole), slice(0, F))
             if w.tail_from < F:
                 others = sorted(set(every) - whole)
-                rows = itertools.chain(rows, _blocks(series.pk, w, others, slice(w.tail_from, F)))
+                rows = itertools.chain(rows, _blocks(series.pk, w.metrics, w.release_ids,
+                                                     others, slice(w.tail_from, F)))
         _copy(AnalysisBlock, _BLOCK_COLUMNS, rows)
-        generation = secrets.randbits(62)
-        _copy(SeriesAnalysis, _SUMMARY_COLUMNS, [[
-            series.pk, generation,
-            w.release_ids.astype("<i8").tobytes(), w.function_ids.astype("<i8").tobytes(),
-            np.concatenate(w.run_ids).astype("<i8").tobytes(),
-            np.array([len(r) for r in w.run_ids], dtype="<i8").tobytes(),
-            w.params.astype("<f8").tobytes(), snapshot,
-        ]])
+        return _write_summary(series, snapshot, w)
+
+
+def _write_summary(series: Series, snapshot: datetime, w: Write) -> int:
+    generation = secrets.randbits(62)
+    _copy(SeriesAnalysis, _SUMMARY_COLUMNS, [[
+        series.pk, generation,
+        w.release_ids.astype("<i8").tobytes(), w.function_ids.astype("<i8").tobytes(),
+        np.concatenate(w.run_ids).astype("<i8").tobytes(),
+        np.array([len(r) for r in w.run_ids], dtype="<i8").tobytes(),
+        w.params.astype("<f8").tobytes(), snapshot,
+    ]])
     return generation
 
 
-#: Blocks a column may have (per metric and estimator) before new functions make it be
-#: rewritten whole: reads stay a few rows per column, and compaction is rare.
+# --- an analysis in chunks of rows (issue 24) -------------------------------------------
+
+#: Seconds after which staged blocks nobody published (a chunk task that failed, a chord
+#: that never finished) are deleted by the next publication of any series.
+STAGED_LIFETIME = 24 * 3600
+_TOKEN_BITS = 22
+
+
+def new_stage() -> int:
+    """A stage token for the blocks of one chunked analysis: its start (seconds) and
+    random bits, so that stale stages can be found by age."""
+    return (int(time.time()) << _TOKEN_BITS) | secrets.randbits(_TOKEN_BITS)
+
+
+def stage_blocks(series_id: int, stage: int, metrics: Mapping[str, MetricArrays],
+                 release_ids: np.ndarray, parts: Iterable[tuple[Sequence[int], slice]],
+                 first: int) -> None:
+    """Write, under ``stage`` (invisible to readers), the blocks of each (columns, rows)
+    of ``parts``; the arrays hold the matrix rows from ``first`` on."""
+    rows = itertools.chain.from_iterable(
+        _blocks(series_id, metrics, release_ids, columns, part, first=first, stage=stage)
+        for columns, part in parts if len(columns) and part.stop > part.start
+    )
+    with transaction.atomic():
+        _copy(AnalysisBlock, _BLOCK_COLUMNS, rows)
+
+
+def discard(series_id: int, stage: int) -> None:
+    """Delete the blocks of a stage that will not be published."""
+    AnalysisBlock.objects.filter(series_id=series_id, stage=stage).delete()
+
+
+class IncompleteStageError(Exception):
+    """A chunked analysis is missing blocks (a chunk failed or stopped)."""
+
+
+def publish(series: Series, snapshot: datetime, w: Write, stage: int, expected: int,
+            base: int | None) -> int:
+    """Make the blocks of ``stage`` the stored analysis, with ``w``'s summary (its
+    ``metrics`` are not read), in one transaction under the series row lock: readers see
+    the old analysis or the new one, never a mix.
+
+    ``w.columns`` None: the stage holds every block (a full analysis), the old blocks go;
+    otherwise only the old blocks of ``w.columns`` are replaced (the stage also holds new
+    functions' rows of the others). ``expected``: the blocks the stage must hold. Raises
+    :class:`NewerStoredError`, :class:`BaseChangedError` (``base`` is not the stored
+    generation) and :class:`IncompleteStageError`; the caller discards the stage then.
+    Returns the new generation.
+    """
+    with transaction.atomic():
+        Series.objects.select_for_update().get(pk=series.pk)
+        head = SeriesAnalysis.objects.filter(series=series).values_list(
+            "generation", "snapshot_at"
+        ).first()
+        if head is not None and head[1] > snapshot:
+            raise NewerStoredError
+        if base is not None and (head is None or head[0] != base):
+            raise BaseChangedError
+        staged = AnalysisBlock.objects.filter(series=series, stage=stage)
+        found = staged.count()
+        if found != expected:
+            raise IncompleteStageError(f"{found} of {expected} blocks were written")
+        old = AnalysisBlock.objects.filter(series=series, stage=0)
+        if w.columns is not None:
+            old = old.filter(release_id__in=[int(w.release_ids[c]) for c in w.columns])
+        old.delete()
+        staged.update(stage=0)
+        stale = (int(time.time()) - STAGED_LIFETIME) << _TOKEN_BITS
+        AnalysisBlock.objects.filter(stage__gt=0, stage__lt=stale).delete()
+        SeriesAnalysis.objects.filter(series=series).delete()
+        return _write_summary(series, snapshot, w)
+
+
+@dataclass
+class Head:
+    """The summary row of a stored analysis (what a plan compares with the database)."""
+
+    generation: int
+    release_ids: np.ndarray
+    function_ids: np.ndarray
+    run_ids: tuple[np.ndarray, ...]
+    params: np.ndarray
+    snapshot_at: datetime
+
+
+def read_head(series_id: int) -> Head | None:
+    head = binary_values(
+        SeriesAnalysis.objects.filter(series_id=series_id),
+        ("generation", "release_ids", "function_ids", "run_ids", "run_counts", "params",
+         "snapshot_at"),
+    )
+    if not head:
+        return None
+    gen, release_ids, function_ids, run_ids, run_counts, params, snapshot = head[0]
+    counts = _ints(run_counts)
+    return Head(gen, _ints(release_ids), _ints(function_ids),
+                tuple(np.split(_ints(run_ids), np.cumsum(counts)[:-1])),
+                np.frombuffer(bytes(params), dtype="<f8"), snapshot)
+
+
+def read_rows(series_id: int, base: int, stored_release_ids: np.ndarray, rows: slice,
+              columns: Iterable[int]) -> dict[str, MetricArrays]:
+    """The stored numbers of matrix rows ``rows`` in the stored columns ``columns`` only
+    (the other columns of the arrays are left uninitialised and, column-major, take no
+    memory until written). Raises :class:`BaseChangedError` when the stored analysis is
+    not generation ``base`` (with columns ``stored_release_ids``) any more."""
+    F, R = rows.stop - rows.start, len(stored_release_ids)  # noqa: N806
+    wanted = sorted({int(c) for c in columns})
+    release_ids = [int(stored_release_ids[c]) for c in wanted]
+    metrics = {}
+    for metric in METRICS:
+        state = MetricArrays.empty(F, R, filled=False, order="F")
+        for estimator in ESTIMATORS:
+            fields = BLOCK_FIELDS if estimator == ESTIMATORS[0] else (
+                *RELEASE_FIELDS, *PAIR_FIELDS)
+            found = binary_values(
+                AnalysisBlock.objects.filter(
+                    series_id=series_id, metric=metric, estimator=estimator, stage=0,
+                    release_id__in=release_ids, row_start__lt=rows.stop,
+                ).annotate(end=models.F("row_start") + models.F("rows")).filter(
+                    end__gt=rows.start),
+                ("release_id", "row_start", "rows", *fields),
+            )
+            column = {rid: c for c, rid in zip(wanted, release_ids, strict=True)}
+            covered = dict.fromkeys(wanted, 0)
+            for release_id, row_start, count, *values in found:
+                c = column[int(release_id)]
+                lo, hi = max(row_start, rows.start), min(row_start + count, rows.stop)
+                covered[c] += hi - lo
+                for field, data in zip(fields, values, strict=True):
+                    target, offset = state.column(estimator, field)
+                    if c - offset < 0:
+                        continue
+                    got = np.frombuffer(bytes(data), dtype=DTYPES[field])
+                    target[lo - rows.start : hi - rows.start, c - offset] = got[
+                        lo - row_start : hi - row_start]
+            if any(v != F for v in covered.values()):
+                raise BaseChangedError  # blocks rewritten while they were read
+        metrics[metric] = state
+    if generation(series_id) != base:
+        raise BaseChangedError
+    return metrics
+
+
+#: Blocks of fewer than BLOCK_ROWS rows a column may have (per metric and estimator)
+#: before new functions make it be rewritten whole: reads stay a few rows per column, and
+#: compaction is rare.
 MAX_BLOCKS_PER_COLUMN = 8
 
 
-def _crowded(series: Series, release_ids: np.ndarray) -> set[int]:
+def crowded(series: Series, release_ids: np.ndarray) -> set[int]:
     """Columns whose next block would exceed :data:`MAX_BLOCKS_PER_COLUMN`."""
     position = {int(rid): c for c, rid in enumerate(release_ids)}
+    # Blocks of fewer than BLOCK_ROWS rows: a column written whole has at most one (its
+    # last); each arrival of new functions adds one.
     counts = (
-        AnalysisBlock.objects.filter(series=series, metric=METRICS[0], estimator=ESTIMATORS[0])
+        AnalysisBlock.objects.filter(series=series, metric=METRICS[0], estimator=ESTIMATORS[0],
+                                     stage=0, rows__lt=BLOCK_ROWS)
         .values("release_id").annotate(blocks=Count("id"))
         .filter(blocks__gte=MAX_BLOCKS_PER_COLUMN).values_list("release_id", flat=True)
     )
@@ -418,7 +589,7 @@ def read_state(series_id: int) -> Stored | None:
                 )
                 found = binary_values(
                     AnalysisBlock.objects.filter(
-                        series_id=series_id, metric=metric, estimator=estimator
+                        series_id=series_id, metric=metric, estimator=estimator, stage=0
                     ),
                     ("release_id", "row_start", "rows", *fields),
                 )
@@ -646,7 +817,7 @@ def _read_blocks(
     start at ``max(row_start, span[0])``.
     """
     query = AnalysisBlock.objects.filter(series_id=series_id, metric=metric,
-                                         estimator=estimator)
+                                         estimator=estimator, stage=0)  # published only
     if release_ids is not None:
         query = query.filter(release_id__in=[int(r) for r in release_ids])
     query = _wanted_blocks(query, rows)

@@ -153,7 +153,10 @@ def analyse_series(series_id: int) -> str:
     before = store.generation(series_id)
     until = attempts.runs_until(series_id)
     try:
-        result = analysis.analyse_series(series_id)
+        result = analysis.analyse_series(
+            series_id, fan_out=None if _in_process() else _fan_out)
+        if result.startswith(analysis.SENT):
+            return result  # the chord's last step (finish_analysis) sends the alerts
     except SoftTimeLimitExceeded:
         # Recorded, not retried: the sweeper sends none for these runs again (issue 24:
         # it sent a series too large for the limit every 2 minutes, for ever).
@@ -165,6 +168,94 @@ def analyse_series(series_id: int) -> str:
     if store.generation(series_id) != before:
         send_once(series_alerts, series_id)
     return result
+
+
+def _fan_out(job: analysis.Job) -> None:
+    """A series too large for one analysis (``DEVIATIONS_ANALYSIS_MEMORY_MB``): a chord of
+    one task per chunk of rows over the worker pool, then ``finish_analysis``."""
+    from celery import chord
+
+    payload = job.to_json()
+    chord([analyse_chunk.s(payload, lo, hi) for lo, hi in job.chunks])(
+        finish_analysis.s(payload))
+
+
+def _chunk_mark(stage: int, lo: int) -> str:
+    return f"chunk:{stage}:{lo}"
+
+
+@shared_task(
+    name="deviations.analyse_chunk",
+    ignore_result=False,  # the chord counts its chunks' results (Redis) to run its last step
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=5,
+    max_retries=3,
+)
+def analyse_chunk(job: dict[str, Any], lo: int, hi: int) -> str:
+    """Compute rows ``lo .. hi`` of a chunked analysis and write their blocks, unpublished
+    (``analysis.run_chunk``). Returns what happened: a chunk that stops at the time limit
+    or runs out of memory records why on the series (``traces.attempts``, as the analysis
+    task does) and the last step publishes nothing. A chunk delivered again after its
+    worker was lost (the hard time limit, the OOM killer: ``acks_late``) is recorded as
+    killed and not run again (no loop)."""
+    found = analysis.Job.from_json(job)
+    mark = _chunk_mark(found.stage, lo)
+    if _coalesces():
+        try:
+            if not cache.add(mark, 1, settings.CELERY_TASK_TIME_LIMIT + 60):
+                attempts.fail_running(found.series_id, attempts.killed_reason())
+                return "killed before: not run again"
+        except RedisError:  # Redis is the broker too: the chunk runs
+            pass
+    attempts.touch(found.series_id)
+    try:
+        analysis.run_chunk(found, lo, hi)
+    except SoftTimeLimitExceeded:
+        attempts.fail_running(found.series_id, attempts.limit_reason())
+        return "stopped at the time limit"
+    except MemoryError:
+        attempts.fail_running(found.series_id, attempts.memory_reason())
+        return "out of memory"
+    except store.BaseChangedError:
+        return analysis.NEWER  # the last step sees it and sends the analysis again
+    finally:
+        if _coalesces():
+            try:
+                cache.delete(mark)
+            except RedisError:  # it expires
+                pass
+    return f"rows {lo}..{hi} written"
+
+
+@shared_task(
+    name="deviations.finish_analysis",
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=5,
+    max_retries=3,
+)
+def finish_analysis(results: list[str], job: dict[str, Any]) -> str:
+    """The chord's last step: publish every chunk's blocks at once (``analysis.finish``),
+    end the attempt and send the alerts; or, when a chunk failed, publish nothing (the
+    attempt's failure is recorded); when another analysis stored in between, analyse
+    again from what is stored."""
+    found = analysis.Job.from_json(job)
+    series_id = found.series_id
+    try:
+        done = analysis.finish(found)
+    except store.IncompleteStageError as exc:
+        if not attempts.failure(series_id):
+            attempts.fail_running(series_id, f"a chunk of the analysis did not finish ({exc})")
+        return f"not published: {exc}"
+    except store.BaseChangedError:
+        attempts.end(series_id)
+        send_once(analyse_series, series_id)
+        return "another analysis stored in between: sent again"
+    except store.NewerStoredError:
+        attempts.finish(series_id)
+        return analysis.NEWER
+    attempts.finish(series_id)
+    send_once(series_alerts, series_id)
+    return done
 
 
 @shared_task(

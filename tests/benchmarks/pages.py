@@ -304,7 +304,7 @@ class StoredFiller:
                 for start in range(0, self.F, store.BLOCK_ROWS):
                     stop = min(start + store.BLOCK_ROWS, self.F)
                     row: list[Any] = [self.series.pk, release_id, metric, estimator, start,
-                                      stop - start]
+                                      stop - start, 0]  # stage 0: published
                     for field in store.BLOCK_FIELDS:
                         empty = (store.per_pair(field) and c == 0) or (
                             field in store.SHIFT_FIELDS and estimator != store.ESTIMATORS[0])

@@ -577,8 +577,8 @@ def test_an_update_writes_every_cell(monkeypatch: pytest.MonkeyPatch) -> None:
     # Updates allocate their arrays uninitialised; poison them to prove nothing is left.
     empty = analysis.MetricArrays.empty.__func__
 
-    def poisoned(cls, F: int, R: int, *, filled: bool = True):  # noqa: ANN001, ANN202, N803
-        arrays = empty(cls, F, R, filled=True)
+    def poisoned(cls, F: int, R: int, *, filled: bool = True, order="C"):  # noqa: ANN001, ANN202, N803
+        arrays = empty(cls, F, R, filled=True, order=order)
         if not filled:
             for part in (*arrays.release.values(), *arrays.pair.values(), arrays.shift):
                 for value in part.values():

@@ -17,7 +17,9 @@ class Command(base.Command):
         "segments), both metrics (self, total) and both estimators, and store them. "
         "Without --full, does nothing when the stored analysis already saw every run, and "
         "otherwise recomputes only what the new runs change, except the segments rule: it "
-        "reads every run of the series and is recomputed whole each time."
+        "reads every run of the series and is recomputed whole each time. A series whose "
+        "analysis needs more than DEVIATIONS_ANALYSIS_MEMORY_MB (default 1024) is analysed "
+        "in chunks of functions, one after another in this process."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -7,7 +7,7 @@ class Migration(migrations.Migration):
     (an AlterField changes no row)."""
 
     dependencies = [
-        ("deviations", "0029_canary_resolution"),
+        ("deviations", "0030_analysis_block_stage"),
     ]
 
     operations = [
