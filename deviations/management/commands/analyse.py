@@ -13,11 +13,11 @@ from deviations.traces.notify import after_analysis
 class Command(base.Command):
     help = (
         "Compute a series' per-release statistics (median and mean with their CIs) and the "
-        "verdicts between consecutive releases for the three rules (paper, recommended, "
-        "segments), both metrics (self, total) and both estimators, and store them. "
+        "verdicts between consecutive releases for both rules (shifts, the default, and "
+        "paper: seed 003's), both metrics (self, total) and both estimators, and store them. "
         "Without --full, does nothing when the stored analysis already saw every run, and "
-        "otherwise recomputes only what the new runs change, except the segments rule: it "
-        "reads every run of the series and is recomputed whole each time. A series whose "
+        "otherwise recomputes only what the new runs change (the columns with new runs and "
+        "the verdicts whose window of releases holds them). A series whose "
         "analysis needs more than DEVIATIONS_ANALYSIS_MEMORY_MB (default 1024) is analysed "
         "in chunks of functions, one after another in this process."
     )
