@@ -272,6 +272,21 @@ def _blocks(
                     yield row
 
 
+def _lock_and_check(series: Series, snapshot: datetime, base: int | None) -> None:
+    """In a transaction: lock the series row (writes of its analysis serialise on it) and
+    refuse a write older than the stored analysis (:class:`NewerStoredError`) or, when
+    ``base`` is given, computed from another generation than the stored one
+    (:class:`BaseChangedError`)."""
+    Series.objects.select_for_update().get(pk=series.pk)
+    head = SeriesAnalysis.objects.filter(series=series).values_list(
+        "generation", "snapshot_at"
+    ).first()
+    if head is not None and head[1] > snapshot:
+        raise NewerStoredError
+    if base is not None and (head is None or head[0] != base):
+        raise BaseChangedError
+
+
 def write(series: Series, snapshot: datetime, w: Write | None, base: int | None) -> int:
     """Store ``w`` (or delete the analysis when ``w`` is None) as of ``snapshot``.
 
@@ -280,15 +295,8 @@ def write(series: Series, snapshot: datetime, w: Write | None, base: int | None)
     generation a partial write was computed from) is no longer the stored one.
     """
     with transaction.atomic():
-        Series.objects.select_for_update().get(pk=series.pk)
-        head = SeriesAnalysis.objects.filter(series=series).values_list(
-            "generation", "snapshot_at"
-        ).first()
-        if head is not None and head[1] > snapshot:
-            raise NewerStoredError
         partial = w is not None and w.columns is not None
-        if partial and (head is None or head[0] != base):
-            raise BaseChangedError
+        _lock_and_check(series, snapshot, base if partial else None)
         blocks = AnalysisBlock.objects.filter(series=series, stage=0)
         SeriesAnalysis.objects.filter(series=series).delete()
         if w is None:
@@ -377,14 +385,7 @@ def publish(series: Series, snapshot: datetime, w: Write, stage: int, expected: 
     Returns the new generation.
     """
     with transaction.atomic():
-        Series.objects.select_for_update().get(pk=series.pk)
-        head = SeriesAnalysis.objects.filter(series=series).values_list(
-            "generation", "snapshot_at"
-        ).first()
-        if head is not None and head[1] > snapshot:
-            raise NewerStoredError
-        if base is not None and (head is None or head[0] != base):
-            raise BaseChangedError
+        _lock_and_check(series, snapshot, base)
         staged = AnalysisBlock.objects.filter(series=series, stage=stage)
         found = staged.count()
         if found != expected:
@@ -569,16 +570,10 @@ def read_state(series_id: int) -> Stored | None:
     """The whole stored analysis of a series, or None when there is none."""
 
     def read() -> Stored | None:
-        head = binary_values(
-            SeriesAnalysis.objects.filter(series_id=series_id),
-            ("generation", "release_ids", "function_ids", "run_ids", "run_counts", "params",
-             "snapshot_at"),
-        )
-        if not head:
+        head = read_head(series_id)
+        if head is None:
             return None
-        gen, release_ids, function_ids, run_ids, run_counts, params, snapshot = head[0]
-        release_ids, function_ids = _ints(release_ids), _ints(function_ids)
-        counts = _ints(run_counts)
+        release_ids, function_ids = head.release_ids, head.function_ids
         metrics = {}
         for metric in METRICS:
             per_estimator = {}
@@ -605,12 +600,12 @@ def read_state(series_id: int) -> Stored | None:
                 shift={k: median[k] for k in SHIFT_FIELDS},
             )
         return Stored(
-            generation=gen,
+            generation=head.generation,
             release_ids=release_ids,
             function_ids=function_ids,
-            run_ids=tuple(np.split(_ints(run_ids), np.cumsum(counts)[:-1])),
-            params=np.frombuffer(bytes(params), dtype="<f8"),
-            snapshot_at=snapshot,
+            run_ids=head.run_ids,
+            params=head.params,
+            snapshot_at=head.snapshot_at,
             metrics=metrics,
         )
 
