@@ -93,6 +93,19 @@ def to_send(series: Series, until: datetime | None, *, in_process: bool) -> bool
     return False
 
 
+def redelivered_after_kill(series_id: int, until: datetime | None) -> bool:
+    """An analysis message delivered again after its worker was lost (``acks_late`` with
+    ``reject_on_worker_lost``: the OOM killer, a SIGKILL) while its attempt for the same
+    runs had begun and never ended: that attempt was killed. Recorded as failed, so the
+    message is not run again (it would be killed again, for ever); True then."""
+    found = Series.objects.filter(pk=series_id).values_list(
+        "analysis_started", "analysis_runs_until").first()
+    if found is None or found[0] is None or found[1] != until:
+        return False
+    fail(series_id, until, killed_reason())
+    return True
+
+
 def limit_reason() -> str:
     return (f"stopped at the task's time limit ({settings.CELERY_TASK_SOFT_TIME_LIMIT} s): "
             "the series is too large for one analysis task at this limit. Raise "

@@ -152,6 +152,9 @@ def analyse_series(series_id: int) -> str:
     _started(analyse_series, series_id)
     before = store.generation(series_id)
     until = attempts.runs_until(series_id)
+    delivery = getattr(analyse_series.request, "delivery_info", None) or {}
+    if delivery.get("redelivered") and attempts.redelivered_after_kill(series_id, until):
+        return "killed before: not run again"
     try:
         result = analysis.analyse_series(
             series_id, fan_out=None if _in_process() else _fan_out)

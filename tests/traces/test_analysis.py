@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -775,3 +776,37 @@ def test_an_analysis_that_fails_on_an_error_is_no_longer_running(
     data.series.refresh_from_db()
     assert data.series.analysis_started is None
     assert data.series.analysis_failure == ""
+
+
+def test_a_message_delivered_again_after_its_worker_was_killed_is_not_run_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``acks_late`` with ``reject_on_worker_lost``: an analysis whose worker the OOM killer
+    stopped comes back from the broker, and would be killed again, for ever. Delivered
+    again while its attempt for the same runs never ended, it records the kill instead; a
+    redelivery of an attempt that ended (or for other runs) runs as usual."""
+    from deviations.traces import attempts, tasks
+
+    data = RandomSeries(20)
+    for number in range(3):
+        data.add_runs(number, 2)
+    series_id = data.series.pk
+    ran: list[int] = []
+    monkeypatch.setattr(analysis, "analyse_series",
+                        lambda pk, **kw: ran.append(pk) or "analysed")
+    redelivered = SimpleNamespace(delivery_info={"redelivered": True})
+    monkeypatch.setattr(type(tasks.analyse_series), "request", redelivered, raising=False)
+    attempts.begin(series_id, attempts.runs_until(series_id))  # then the worker was killed
+    assert tasks.analyse_series(series_id) == "killed before: not run again"
+    assert ran == []
+    data.series.refresh_from_db()
+    assert data.series.analysis_failure.startswith("did not finish: its worker was stopped")
+    # An attempt that ended: the redelivered message runs.
+    attempts.finish(series_id)
+    assert tasks.analyse_series(series_id) == "analysed"
+    assert ran == [series_id]
+    # Not redelivered: runs whatever the attempt says.
+    attempts.begin(series_id, attempts.runs_until(series_id))
+    monkeypatch.setattr(type(tasks.analyse_series), "request",
+                        SimpleNamespace(delivery_info={}), raising=False)
+    assert tasks.analyse_series(series_id) == "analysed"
