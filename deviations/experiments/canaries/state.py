@@ -9,14 +9,17 @@ decisions are stored in the summary, its data are the distribution-function test
 ``apply_pending`` locks the ``CanaryState`` row, takes the test as it stood after batch
 ``applied_seq`` and adds the batches received since, in one update (looking after a group
 of batches instead of after each keeps the test valid: the running minimum of the p-value
-is taken over fewer looks, eq. 21). The test as it stood comes from this process's memory
-when nobody wrote since (the usual case: one worker keeps applying the batches of its
-canaries), otherwise from the ``CanaryCheckpoint`` plus the few batches after it; it is
-never rebuilt from all observations. Checkpoints are written when the observations since
-the last one reach the number it held (and at least ``CHECKPOINT_MIN``): the bytes written
-stay about twice the final state, and a cold start replays at most half the data; with a
-resolution (bounded state) also every ``CHECKPOINT_MAX_REPLAY`` observations, so a cold
-start replays at most that many.
+is taken over fewer looks, eq. 21), at most ``MAX_APPLY_VALUES`` observations at a time: a
+worker back from a long outage reads its backlog in pieces, one update (and look) each,
+not all at once (``Applied.more`` says that some are left; the task goes on). The test as
+it stood comes from this process's memory when nobody wrote since (the usual case: one
+worker keeps applying the batches of its canaries), otherwise from the
+``CanaryCheckpoint`` plus the few batches after it; it is never rebuilt from all
+observations. Checkpoints are written when the observations since the last one reach the
+number it held (and at least ``CHECKPOINT_MIN``): the bytes written stay about twice the
+final state, and a cold start replays at most half the data; with a resolution (bounded
+state) also every ``CHECKPOINT_MAX_REPLAY`` observations, so a cold start replays at most
+that many.
 
 With ``Canary.resolution`` r > 0 the tests hold the observations rounded down to the
 grid ``{0, ±(1+r)^k}`` (``stats.resolution.to_grid``; the stored batches stay exact): the
@@ -63,6 +66,9 @@ CHECKPOINT_MIN = 50_000
 CHECKPOINT_MAX_REPLAY = 2_000_000
 #: Tests kept in this process's memory (one per canary, the most recently updated).
 CACHE_SIZE = 8
+#: The most observations one update reads (its batches' values and their grid copies are
+#: held at once); a backlog larger than this is applied in several updates.
+MAX_APPLY_VALUES = 1_000_000
 
 REGRESSION, IMPROVEMENT, NO_DIFFERENCE, KEEP_GOING = (
     "regression", "improvement", "no_difference", "keep_going",
@@ -245,9 +251,22 @@ def _checkpoint(canary: Canary, seq: int, test: SequentialTest) -> None:
 class Applied:
     batches: int
     rejected_now: bool  # this update reached the decision "reject": tell the owners
+    more: bool = False  # batches beyond MAX_APPLY_VALUES wait for the next update
 
 
 NOTHING = Applied(0, False)
+
+
+def _upto(canary_id: int, after: int) -> tuple[int, bool]:
+    """The last seq of the batches after ``after`` that one update applies (at least one
+    batch, at most ``MAX_APPLY_VALUES`` observations when it can), and whether more wait."""
+    total, upto = 0, after
+    pending = CanaryBatch.objects.filter(canary_id=canary_id, seq__gt=after).order_by("seq")
+    for seq, n in pending.values_list("seq", "n").iterator(chunk_size=2000):
+        if upto > after and total + n > MAX_APPLY_VALUES:
+            return upto, True
+        total, upto = total + n, seq
+    return upto, False
 
 
 def apply_pending(canary_id: int) -> Applied:
@@ -262,7 +281,8 @@ def apply_pending(canary_id: int) -> Applied:
         canary = state.canary
         if canary.batches_received <= state.applied_seq:
             return NOTHING
-        last, a, b = _batches(canary, state.applied_seq)
+        upto, more = _upto(canary_id, state.applied_seq)
+        last, a, b = _batches(canary, state.applied_seq, upto)
         if last == state.applied_seq:
             return NOTHING
         cached = _cache.pop(canary_id, None)  # taken: put back only once committed
@@ -344,7 +364,7 @@ def apply_pending(canary_id: int) -> Applied:
                 _cache.popitem(last=False)
 
         transaction.on_commit(remember)
-    return Applied(applied, newly and decision == "reject")
+    return Applied(applied, newly and decision == "reject", more)
 
 
 def forget_cache() -> None:

@@ -20,17 +20,24 @@ from deviations.experiments.canaries.models import Canary
     max_retries=5,
 )
 def update_canary(canary_id: int) -> int:
-    """Apply the canary's pending batches (all of them, in one update); returns how many.
+    """Apply the canary's pending batches (all of them: one update, or one per
+    ``state.MAX_APPLY_VALUES`` observations of a long backlog); returns how many.
 
     Clears ``Canary.update_queued`` first, in its own transaction: a batch committed before
     that is read by this update; a batch committed after it sees the flag clear and queues
     the next update. So a burst of batches costs one message and one update, not one each.
     """
     Canary.objects.filter(pk=canary_id, update_queued=True).update(update_queued=False)
-    applied = state.apply_pending(canary_id)
-    if applied.rejected_now:
+    batches, rejected = 0, False
+    while True:
+        applied = state.apply_pending(canary_id)  # each piece committed on its own
+        batches += applied.batches
+        rejected = rejected or applied.rejected_now
+        if not applied.more:
+            break
+    if rejected:
         enqueue(notify_canary, canary_id)
-    return applied.batches
+    return batches
 
 
 @shared_task(

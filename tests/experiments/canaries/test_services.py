@@ -423,3 +423,37 @@ def test_resolution_bounds_the_checkpoint_and_widens_the_bands(
         assert sizes[r] == np.unique(to_grid(held, r)).size
     assert sizes[0.0] > 7_900  # all distinct but the clipped ends
     assert sizes[1e-3] <= math.log(15) / math.log(1.001) + 1
+
+
+def test_a_long_backlog_is_applied_in_pieces_of_bounded_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker back from an outage found every batch received meanwhile and read them all
+    at once (issue 24): now at most ``MAX_APPLY_VALUES`` observations per update, one look
+    each, the task going on until none is left; a batch larger than the bound alone."""
+    canary = _canary(name="backlog")
+    rng = np.random.default_rng(8)
+    for i in range(10):  # not committed: received, not applied (the worker was away)
+        services.receive_batch(canary.pk, f"a{i}", "A", rng.gamma(10, 10, 30).tolist())
+        services.receive_batch(canary.pk, f"b{i}", "B", rng.gamma(10, 10, 30).tolist())
+    services.receive_batch(canary.pk, "big", "A", rng.gamma(10, 10, 250).tolist())
+    assert _state(canary).applied_seq == 0
+    monkeypatch.setattr(state, "MAX_APPLY_VALUES", 100)
+    pieces: list[tuple[int, int]] = []
+    real = state._upto
+
+    def spy(canary_id: int, after: int) -> tuple[int, bool]:
+        upto, more = real(canary_id, after)
+        pieces.append((after, upto))
+        return upto, more
+
+    monkeypatch.setattr(state, "_upto", spy)
+    assert tasks.update_canary(canary.pk) == 21
+    st = _state(canary)
+    assert (st.applied_seq, st.n_a, st.n_b) == (21, 550, 300)
+    assert pieces == [(0, 3), (3, 6), (6, 9), (9, 12), (12, 15), (15, 18), (18, 20), (20, 21)]
+    sizes = [sum(CanaryBatch.objects.filter(canary=canary, seq__gt=a, seq__lte=b)
+                 .values_list("n", flat=True)) for a, b in pieces]
+    assert sizes == [90] * 6 + [60, 250]  # the bound, but one batch is never split
+    assert CanaryPoint.objects.filter(canary=canary).count() == len(pieces)
+    assert state.apply_pending(canary.pk) == state.NOTHING
