@@ -14,7 +14,7 @@ from deviations.core import memo
 from deviations.core.db import batches
 from deviations.core.errors import UserError
 from deviations.stats.intervals import MIN_RUNS, median_ci
-from deviations.stats.paired import precision_two_sample
+from deviations.stats.paired import precision_relative_two_sample
 from deviations.stats.releases import (
     DIGRESSION_SPAN,
     IMPROVEMENT,
@@ -876,11 +876,15 @@ def release_pair_precision(
     min_change_pct: float = 1.0,
 ) -> dict[str, Any]:
     """Seed 004's "how many more samples?" for two releases of a trace series: one
-    function's per-run times in ``base`` and ``new`` (independent runs, not pairs), the
-    anytime-valid interval of the difference of means (new − base) against the smallest
-    change that matters (``min_change_pct`` % of the base's mean), and about how many more
-    runs of each release would make it narrow enough. Computed on request from the runs
-    (like the function page's raw runs); nothing is stored."""
+    function's per-run times in ``base`` and ``new`` (independent runs, not pairs), an
+    anytime-valid interval of the change (new against base) against the smallest change
+    that matters (``min_change_pct`` %), and about how many more runs of each release would
+    make it narrow enough. The estimand (``stats.paired.precision_relative_two_sample``,
+    docs/statistics.md §3.11): the change of the geometric mean in percent when every run's
+    time is > 0, else the difference of means in µs against ``min_change_pct`` % of the
+    base's mean (a function absent from a run counts 0 µs there). ``estimand`` names it and
+    ``unit`` is that of ``diff``/``lo``/``hi``/``width``/``min_change``. Computed on request
+    from the runs (like the function page's raw runs); nothing is stored."""
     s = get_object_or_404(Series, name=series)
     releases = {r.version: r for r in Release.objects.filter(series=s, version__in=[base, new])}
     for version in (base, new):
@@ -900,15 +904,16 @@ def release_pair_precision(
         row = ids.index(function.pk) if function.pk in ids else None
         samples.append(np.zeros(len(runs)) if row is None else np.asarray(matrix[row]))
     a, b = samples
-    base_mean = float(a.mean())
-    if base_mean == 0:
+    if float(a.mean()) == 0:
         raise UserError(f"function {function.pk} takes no time in release {base!r}")
-    p = precision_two_sample(a, b, abs(base_mean) * min_change_pct / 100.0)
+    p = precision_relative_two_sample(a, b, min_change_pct)
+    unit = "%" if p.scale == "log" else "µs"
     return {
         "series": s.name, "function": function.name, "base": base, "new": new,
-        "metric": metric, "unit": "µs", "n_base": int(a.size), "n_new": int(b.size),
+        "metric": metric, "unit": unit, "n_base": int(a.size), "n_new": int(b.size),
+        "estimand": p.estimand, "scale": p.scale, "min_change_pct": float(min_change_pct),
         "diff": p.estimate, "lo": p.lo, "hi": p.hi, "width": p.width,
         "min_change": p.min_change, "narrow_enough": p.narrow_enough,
         "excludes_zero": p.excludes_zero, "more_runs_per_release": p.more_needed,
-        "sentence": p.sentence("µs", "runs of each release"),
+        "sentence": p.sentence(unit, "runs of each release"),
     }

@@ -406,3 +406,42 @@ def test_floor_change():
     shifted = floor_change(before, rng.normal(0.08, 0.05, 30))
     assert shifted.moved
     assert shifted.shift == pytest.approx(0.08, abs=0.03)
+
+
+def test_relative_precision_picks_the_log_scale_only_for_positive_values():
+    """Issue 22 part 4: with a smallest change in percent, all values > 0 -> the change of
+    the geometric mean (``precision_ratio_*``), else the difference of means against that
+    percentage of the earlier sample's mean."""
+    from deviations.stats.paired import (
+        precision_paired,
+        precision_ratio_paired,
+        precision_ratio_two_sample,
+        precision_relative_paired,
+        precision_relative_two_sample,
+        precision_two_sample,
+        relative_scale,
+    )
+
+    rng = np.random.default_rng(11)
+    a = rng.lognormal(0.0, 0.5, 40)
+    b = a * rng.lognormal(0.05, 0.1, 40)
+    assert relative_scale(a, b) == "log"
+    p = precision_relative_paired(a, b, 2.0)
+    assert p == precision_ratio_paired(a, b, 2.0)
+    assert p.estimand == "change of the geometric mean"
+    q = precision_relative_two_sample(a, b, 2.0)
+    assert q == precision_ratio_two_sample(a, b, 2.0)
+    z = a.copy()
+    z[3] = 0.0
+    assert relative_scale(z, b) == "linear"
+    p = precision_relative_paired(z, b, 2.0)
+    assert p == precision_paired(b - z, z.mean() * 0.02)
+    assert p.estimand == "difference of means"
+    assert p.scale == "linear"
+    assert "difference of means" in p.sentence("ms")
+    assert precision_relative_two_sample(z, b, 2.0) == precision_two_sample(z, b, z.mean() * 0.02)
+    assert relative_scale(-a, b) == "linear"
+    with pytest.raises(ValueError, match="mean is 0"):
+        precision_relative_two_sample(np.zeros(5), b[:5], 2.0)
+    with pytest.raises(ValueError, match="same length"):
+        precision_relative_paired(a, b[:-1], 2.0)

@@ -30,7 +30,8 @@ from deviations.stats.paired import (
     floor_change,
     holm_paired,
     paired_ci_from_differences,
-    precision_paired,
+    precision_relative_paired,
+    relative_scale,
     result_line,
     spike_pairs,
 )
@@ -135,11 +136,15 @@ def analyse(
         )
         base = float(a.mean())
         relative = res.estimate / base if base != 0 else None
-        min_change = abs(base) * min_change_pct / 100.0
-        precision = (
-            precision_paired(d, min_change, 1.0 - CONFIDENCE) if min_change > 0 else None
-        )
         b_values = np.asarray(data["values"][name][build], dtype=np.float64)
+        # the smallest change is a percentage: change of the geometric mean when every
+        # value is > 0, else the difference of means against that % of the baseline's mean
+        # (stats.paired.precision_relative_paired; docs/statistics.md, §3.11)
+        precision = (
+            precision_relative_paired(a, b_values, min_change_pct, 1.0 - CONFIDENCE)
+            if min_change_pct > 0 and (base != 0 or relative_scale(a, b_values) == "log")
+            else None
+        )
         spikes = _spikes(d, a, b_values, list(data["slices"][name]))
         out.append({
             "metric": name,
@@ -185,10 +190,13 @@ def analyse(
             ),
             "warning": res.disagreement(),
             "precision": None if precision is None else {
+                "estimand": precision.estimand, "scale": precision.scale,
+                "unit": "%" if precision.scale == "log" else metric["unit"],
                 "min_change": precision.min_change, "lo": precision.lo, "hi": precision.hi,
                 "width": precision.width, "narrow_enough": precision.narrow_enough,
                 "excludes_zero": precision.excludes_zero, "more_needed": precision.more_needed,
-                "sentence": precision.sentence(metric["unit"], "slice pairs"),
+                "sentence": precision.sentence(
+                    "%" if precision.scale == "log" else metric["unit"], "slice pairs"),
             },
         })
     return json_safe({

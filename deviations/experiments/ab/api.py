@@ -104,6 +104,9 @@ class ReleasePrecisionOut(Schema):
     unit: str
     n_base: int
     n_new: int
+    estimand: str
+    scale: str
+    min_change_pct: float
     diff: float
     lo: float
     hi: float
@@ -123,10 +126,12 @@ def release_precision(
     request: HttpRequest, series: str, base: str, new: str, function: int,
     metric: str = "self", min_change: float = 1.0,
 ) -> dict[str, Any]:
-    """The anytime-valid interval of the function's mean time in ``new`` minus ``base``
-    (independent runs), whether it is narrower than ``min_change`` (% of the base's mean),
-    and about how many more runs of each release would make it so. Looking again after
-    more runs keeps its 95 % level."""
+    """The anytime-valid interval of the function's change from ``base`` to ``new``
+    (independent runs), whether it is narrower than ``min_change`` %, and about how many
+    more runs of each release would make it so. ``estimand`` says which change: "change of
+    the geometric mean" (``scale`` log, ``unit`` %) when every run's time is > 0, else
+    "difference of means" (``scale`` linear, ``unit`` µs, ``min_change`` in µs: that
+    percentage of the base's mean). Looking again after more runs keeps its 95 % level."""
     return trace_selectors.release_pair_precision(
         series, base, new, function, metric=metric, min_change_pct=min_change
     )

@@ -7,7 +7,11 @@ when the smallest change that matters is changed) and read by pages, the API and
 "baseline", "unit", "direction", "n", "slices", "a", "b", "differences", "diff",
 "diff_lo", "diff_hi", "level", "relative", "p_value", "holm_p", "sign_test_p",
 "n_positive", "n_negative", "median", "median_lo", "median_hi", "median_level",
-"aa_floor", "floor_source", "verdict", "line", "warning", "precision"}]}``
+"aa_floor", "floor_source", "verdict", "line", "warning", "precision"}]}``; ``precision`` is
+None or ``{"estimand", "scale", "unit", "min_change", "lo", "hi", "width", "narrow_enough",
+"excludes_zero", "more_needed", "sentence"}`` (``estimand`` "change of the geometric mean",
+unit %, when every value is > 0, else "difference of means"; results stored before issue 22
+part 4 have no ``estimand``/``scale``/``unit`` and are on the difference of means).
 
 ``ABRun.data`` keeps what was uploaded, per metric and build, one value per slice pair.
 """

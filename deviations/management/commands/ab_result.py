@@ -36,9 +36,12 @@ class Command(base.Command):
         parser.add_argument("--aa", metavar="FILE", default=None,
                             help="an A/A run of the same host: sets the floor per metric")
         parser.add_argument("--min-change", type=float, default=None, metavar="PCT",
-                            help="smallest change that matters, %% of A's mean (default 1): "
-                                 "the text output says whether the anytime-valid interval "
-                                 "is narrow enough, else about how many more slice pairs")
+                            help="smallest change that matters, in %% (default 1): the "
+                                 "text output says whether the anytime-valid interval is "
+                                 "narrow enough, else about how many more slice pairs; on a "
+                                 "metric whose values are all > 0 the interval is of the "
+                                 "change of the geometric mean (%%), else of the difference "
+                                 "of means against that %% of A's mean")
         parser.add_argument("--interval", choices=list(INTERVALS), default="hl",
                             help="hl: Hodges-Lehmann location and its Walsh-average interval "
                                  "(default; holds with rare spikes); mean: the mean "

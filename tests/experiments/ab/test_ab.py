@@ -354,3 +354,57 @@ def test_a_bad_aa_file_stores_nothing():
 def test_json_safe():
     assert analysis.json_safe({"a": [1.0, float("nan")], "b": (float("inf"), "x")}) == {
         "a": [1.0, None], "b": [None, "x"]}
+
+
+@pytest.mark.django_db
+def test_how_many_more_uses_the_geometric_mean_on_a_positive_metric(client):
+    """Seed 002's p99s are all > 0 and the smallest change is a percentage: "how many more
+    slice pairs?" is on the change of the geometric mean (log-ratios), the numbers those of
+    ``precision_ratio_paired`` (issue 22 part 4; docs/statistics.md §3.11)."""
+    from deviations.stats.paired import precision_ratio_paired
+
+    stored = services.store_upload(AB.read_bytes(), ab_name="ab.csv", min_change_pct=1.0)
+    c = stored.run.result["comparisons"][0]
+    prec = c["precision"]
+    assert prec["estimand"] == "change of the geometric mean"
+    assert prec["scale"] == "log"
+    assert prec["unit"] == "%"
+    direct = precision_ratio_paired(c["a"], c["b"], 1.0)
+    for key in ("lo", "hi", "width", "min_change"):
+        assert prec[key] == pytest.approx(getattr(direct, key), rel=1e-12)
+    assert prec["more_needed"] == direct.more_needed
+    assert prec["sentence"] == direct.sentence("%", "slice pairs")
+    page = client.get(f"/ab/runs/{stored.run.pk}/").content.decode()
+    assert "interval of the change of the geometric mean" in page
+    api = client.get(f"/api/ab/runs/{stored.run.pk}").json()["comparisons"][0]["precision"]
+    assert api["estimand"] == "change of the geometric mean"
+    assert api["more_needed"] == direct.more_needed
+    out = StringIO()
+    call_command("ab_result", str(AB), "--min-change", "1", stdout=out)
+    assert "interval of the change of the geometric mean" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_how_many_more_keeps_the_mean_when_a_value_is_not_positive(client):
+    """A metric with a value <= 0 (here a score that can be 0) has no log scale: the
+    difference of means against the percentage of A's mean, as ``precision_paired``."""
+    from deviations.stats.paired import precision_paired
+
+    rng = np.random.default_rng(3)
+    rows = ["slice,build,metric,value"]
+    for i in range(12):
+        a = 0.0 if i == 4 else round(float(rng.normal(10, 2)), 3)
+        rows += [f"{i},A,score,{a}", f"{i},B,score,{round(float(rng.normal(10.5, 2)), 3)}"]
+    stored = services.store_upload("\n".join(rows).encode(), ab_name="zero.csv",
+                                   min_change_pct=5.0)
+    c = stored.run.result["comparisons"][0]
+    prec = c["precision"]
+    assert prec["estimand"] == "difference of means"
+    assert prec["scale"] == "linear"
+    a = np.asarray(c["a"])
+    direct = precision_paired(np.asarray(c["b"]) - a, abs(a.mean()) * 5.0 / 100)
+    for key in ("lo", "hi", "width", "min_change"):
+        assert prec[key] == pytest.approx(getattr(direct, key), rel=1e-12)
+    assert prec["more_needed"] == direct.more_needed
+    page = client.get(f"/ab/runs/{stored.run.pk}/").content.decode()
+    assert "interval of the difference of means" in page
