@@ -80,11 +80,30 @@ def simulate(
 
 
 def found(scan: CountScan, kind: str = "proportion") -> float:
-    """Share of series with a change of ``kind`` at the planted build or the 2 after."""
+    """Share of series with a change of ``kind`` reported at the planted build or the 2
+    after (confirmed within the rule's looks: up to ``max_future_builds`` later builds)."""
     hit = scan.changed[:, CHANGE_AT : CHANGE_AT + 3] & (
         scan.kind[:, CHANGE_AT : CHANGE_AT + 3] == kind
     )
     return float(hit.any(axis=1).mean())
+
+
+def confirmed_after(scan: CountScan) -> np.ndarray:
+    """Per series, the builds after the planted one by which a proportion change reported at
+    the planted build or the 2 after was confirmed (its report build + its delay), -1 where
+    none was."""
+    sl = slice(CHANGE_AT, CHANGE_AT + 3)
+    hit = scan.changed[:, sl] & (scan.kind[:, sl] == "proportion")
+    when = np.where(hit, scan.delay[:, sl] + np.arange(3), 10**6).min(axis=1)
+    return np.where(hit.any(axis=1), when, -1)
+
+
+def delay_summary(scan: CountScan) -> tuple[float, float, float]:
+    """(found, confirmed within 3 builds, median builds to confirm) of a lasting move."""
+    when = confirmed_after(scan)
+    ok = when >= 0
+    median = float(np.median(when[ok])) if ok.any() else float("nan")
+    return float(ok.mean()), float(((when >= 0) & (when <= 2)).mean()), median
 
 
 #: Stable series: a history of HISTORY builds (the rule's noise window), then JUDGED builds
@@ -100,8 +119,9 @@ def false_flags(changed: np.ndarray) -> tuple[float, float]:
 
 def power_boolean(rng: np.random.Generator) -> None:
     moves, clients = (0.01, 0.02, 0.03, 0.05), (2_000, 5_000, 20_000, 300_000)
-    print("Boolean share 20 %: lasting move found at its build or the 2 after "
-          f"({REPLICATES} series a cell)\n")
+    print("Boolean share 20 %: lasting move reported at its build or the 2 after, confirmed "
+          f"within 8 builds; in brackets confirmed within 3 builds ({REPLICATES} series a "
+          "cell)\n")
     print("| move | " + " | ".join(f"{n:,} clients" for n in clients) + " |")
     print("|---|" + "---:|" * len(clients))
     base = np.array([0.8, 0.2])
@@ -109,7 +129,8 @@ def power_boolean(rng: np.random.Generator) -> None:
         row = []
         for n in clients:
             counts = simulate(rng, base, n, RHO_BOOLEAN, move=move)
-            row.append(f"{found(detect_count_changes(counts)):.0%}")
+            f, f3, _ = delay_summary(detect_count_changes(counts))
+            row.append(f"{f:.0%} ({f3:.0%})")
         print(f"| {move:.0%} points | " + " | ".join(row) + " |")
     print()
 
@@ -142,7 +163,7 @@ def stable(rng: np.random.Generator) -> None:
     for name, base, rho, s, t in cases:
         for n in (5_000, 20_000, 300_000):
             counts = simulate(rng, base, n, rho, series=4 * REPLICATES, source=s, target=t,
-                              builds=HISTORY + JUDGED + 2)
+                              builds=HISTORY + JUDGED + 8)
             a = false_flags(detect_count_changes(counts).changed)
             b = false_flags(detect_changes_adaptive(counts).changed)
             print(f"| {name} | {n:,} | {a[0]:.1%}, {a[1]:.2f} | {b[0]:.1%}, {b[1]:.2f} |")
@@ -211,26 +232,34 @@ def real_glam() -> None:
 
 
 def frontier(rng: np.random.Generator) -> None:
-    print("The price of power: the level alpha of one build's test against the boolean 2-point "
-          "move at 5,000 clients, the stable series' flags (60 judged builds) and GLAM\n")
-    print("| alpha | 2-point move found (5,000 clients) | stable boolean 5,000 | "
-          "stable enumerated 5,000 | GLAM alerts (boolean, enumerated) |")
-    print("|---|---:|---:|---:|---:|")
+    print("The price of power: the longest look K (max_future_builds) and the level alpha "
+          "of one build's family of looks, against the boolean 2-point move at 5,000 clients "
+          f"({3 * REPLICATES} series; found = reported at its build or the 2 after, "
+          "confirmed within K builds; within 3 = confirmed by the planted build + 2; delay = "
+          "later builds from the planted one to the confirming one), the stable "
+          f"series' flags ({4 * REPLICATES} series, 60 judged builds) and the real GLAM series\n")
+    print("| K | alpha | found within K | within 3 builds | median delay | "
+          "stable boolean 5,000 | stable enumerated 5,000 | GLAM alerts (boolean, enumerated) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     base = np.array([0.8, 0.2])
-    moved = simulate(rng, base, 5_000, RHO_BOOLEAN, move=0.02)
-    builds = HISTORY + JUDGED + 2
-    flat_b = simulate(rng, base, 5_000, RHO_BOOLEAN, series=2 * REPLICATES, builds=builds)
-    flat_e = simulate(rng, ENUMERATED, 5_000, RHO_ENUMERATED, series=2 * REPLICATES, source=4,
-                      target=0, builds=builds)
+    moved = simulate(rng, base, 5_000, RHO_BOOLEAN, move=0.02, series=3 * REPLICATES)
+    builds = HISTORY + JUDGED + 8
+    flat_b = simulate(rng, base, 5_000, RHO_BOOLEAN, series=4 * REPLICATES, builds=builds)
+    flat_e = simulate(rng, ENUMERATED, 5_000, RHO_ENUMERATED, series=4 * REPLICATES,
+                      source=4, target=0, builds=builds)
     real = [glam(k) for k in ("boolean", "enumerated")]
-    for alpha in (1e-4, 1e-3, 3e-3, 1e-2):
-        power = found(detect_count_changes(moved, alpha=alpha))
-        fb = false_flags(detect_count_changes(flat_b, alpha=alpha).changed)[0]
-        fe = false_flags(detect_count_changes(flat_e, alpha=alpha).changed)[0]
+    judged = slice(HISTORY, HISTORY + JUDGED)
+    for K, alpha in ((2, 1e-3), (2, 1e-2), (4, 1e-3), (6, 1e-3), (8, 5e-4), (8, 1e-3),
+                     (8, 2e-3)):
+        kw = {"alpha": alpha, "max_future_builds": K}
+        f, f3, med = delay_summary(detect_count_changes(moved, **kw))
+        fb = detect_count_changes(flat_b, **kw).changed[:, judged].any(axis=1).mean()
+        fe = detect_count_changes(flat_e, **kw).changed[:, judged].any(axis=1).mean()
         alerts = ", ".join("-" if r is None else
-                           str(int(detect_count_changes(r, alpha=alpha).changed.sum()))
+                           str(int(detect_count_changes(r, **kw).changed.sum()))
                            for r in real)
-        print(f"| {alpha:g} | {power:.0%} | {fb:.1%} | {fe:.1%} | {alerts} |")
+        print(f"| {K} | {alpha:g} | {f:.0%} | {f3:.0%} | {med:g} | {fb:.1%} | {fe:.1%} | "
+              f"{alerts} |")
     print()
 
 
