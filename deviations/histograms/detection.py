@@ -248,4 +248,5 @@ def _count_change(
         change.share_before, change.share_after = cc.before, cc.after
         change.diff_lo, change.diff_hi = cc.diff_lo, cc.diff_hi
     change.clients_before, change.clients_after = cc.clients_before, cc.clients_after
+    change.confirm_builds = cc.delay if cc.delay >= 0 else None
     return change

@@ -213,6 +213,9 @@ class HistogramChange(models.Model):
     diff_hi = models.FloatField(null=True, blank=True)
     clients_before = models.FloatField(null=True, blank=True)
     clients_after = models.FloatField(null=True, blank=True)
+    # Count changes: the later builds it took to confirm the change (its window was this
+    # build to this build + confirm_builds; 2 to 8 for a proportion, issue 22 part 5).
+    confirm_builds = models.PositiveSmallIntegerField(null=True, blank=True)
     # Mean normalised histogram of the usable past builds and of the build with its
     # confirming later builds (what the kind was judged on), on ``edges``.
     edges = models.BinaryField()

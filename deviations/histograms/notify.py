@@ -44,9 +44,11 @@ def explain(change: HistogramChange) -> str:
     """The verdict in words, as the alert and the probe page show it."""
     builds = f"between builds {change.previous_build_id or '-'} and {change.build_id}"
     if change.kind in HistogramChange.COUNT_KINDS:
+        later = (f"the {change.confirm_builds} following builds" if change.confirm_builds
+                 else "the following builds")
         return (
             f"{change.probe.name}: {change.describe()} {builds} "
-            f"({_COUNT_METHOD[change.kind]}), and the following builds confirmed it."
+            f"({_COUNT_METHOD[change.kind]}), and {later} confirmed it."
         )
     return (
         f"{change.probe.name}: {change.describe()} {builds}; Hellinger distance "

@@ -51,6 +51,7 @@ def change_out(c: HistogramChange) -> dict[str, Any]:
         "id": c.pk, "probe": c.probe.name, "build_id": c.build_id,
         "previous_build_id": c.previous_build_id, "distance": c.distance, "cutoff": c.cutoff,
         "kind": c.kind, "change": c.describe(), "rule": c.rule,
+        "confirm_builds": c.confirm_builds,
         "state": alert.status if alert else Alert.NEW,
         "state_by": alert.status_by.get_username() if alert and alert.status_by else None,
         "state_at": alert.status_at.isoformat() if alert and alert.status_at else None,

@@ -52,6 +52,9 @@ def test_boolean_share_change_is_stored_and_worded() -> None:
     assert data.distance is None
     assert data.effect == pytest.approx(100 * (change.share_after - change.share_before))
     assert words in data.explanation
+    # A 3-point move at 20,000 clients is confirmed by the first look (2 later builds).
+    assert change.confirm_builds == 2
+    assert "and the 2 following builds confirmed it" in data.explanation
     # A probe without a categorical type keeps the Hellinger rule alone (blind here).
     assert not HistogramChange.objects.filter(probe__name="PLAIN").exists()
 

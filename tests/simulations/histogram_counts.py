@@ -113,7 +113,7 @@ HISTORY, JUDGED = 40, 60
 
 def false_flags(changed: np.ndarray) -> tuple[float, float]:
     """(share of series with a flag, flags per 1,000 builds) over the judged builds."""
-    judged = changed[:, HISTORY:]
+    judged = changed[:, HISTORY : HISTORY + JUDGED]
     return float(judged.any(axis=1).mean()), 1000 * float(judged.mean())
 
 
