@@ -147,7 +147,7 @@ def test_rule_is_vectorised_over_leading_axes():
     ("kwargs", "message"),
     [({"alpha": 0.0}, "alpha"), ({"min_past": 9}, "min_past"), ({"noise_window": 1}, "noise"),
      ({"build_correlation": 1.0}, "build_correlation"),
-     ({"max_future_builds": 1}, "max_future_builds")],
+     ({"max_future_builds": -1}, "max_future_builds")],
 )
 def test_invalid_parameters_raise(kwargs, message):
     with pytest.raises(ValueError, match=message):
