@@ -273,7 +273,7 @@ def _windows(run_counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return win.start, win.stop
 
 
-def plan(columns: Columns, stored: store.Head | Stored | None) -> Plan:
+def plan(columns: Columns, stored: store.Head | None) -> Plan:
     """Compare the stored columns (and their runs) with the database's."""
     R = len(columns.release_ids)  # noqa: N806
     B = max(R - 1, 0)  # noqa: N806
@@ -721,7 +721,7 @@ def _costs(columns: Columns, p: Plan, width: int) -> tuple[int, int]:
             ROW_BYTES + int(counts.sum()) * RUN_VALUE_BYTES + R * CELL_BYTES)
 
 
-def _fits_one(series: Series, columns: Columns, head: store.Head | Stored | None, p: Plan
+def _fits_one(series: Series, columns: Columns, head: store.Head | None, p: Plan
               ) -> bool:
     """Whether today's one-piece analysis fits the memory setting: every row at full
     width, and for an update the stored arrays read back beside the new ones. The rows
@@ -733,7 +733,7 @@ def _fits_one(series: Series, columns: Columns, head: store.Head | Stored | None
     return base * old + max(functions - base, 0) * new <= memory_budget()
 
 
-def prepare(series: Series, columns: Columns, head: store.Head | Stored | None, p: Plan,
+def prepare(series: Series, columns: Columns, head: store.Head | None, p: Plan,
             snapshot: datetime) -> Job:
     """The chunks of an analysis too large for one piece: its exact rows (the function ids
     of the runs, streamed), the columns rewritten and the row ranges."""
@@ -889,7 +889,7 @@ def analyse_series(series_id: int, *, force: bool = False,
     return done
 
 
-def _read_head(series: Series) -> store.Head | Stored | None:
+def _read_head(series: Series) -> store.Head | None:
     cached = _last.get(series.pk)
     if cached is not None and cached.generation == store.generation(series.pk):
         return cached
@@ -948,7 +948,7 @@ def _in_chunks(job: Job, fan_out: Callable[[Job], None] | None) -> str:
     return finish(job)
 
 
-def _unchanged(columns: Columns, stored: store.Head | Stored) -> bool:
+def _unchanged(columns: Columns, stored: store.Head) -> bool:
     return np.array_equal(columns.release_ids, stored.release_ids) and all(
         np.array_equal(a, b) for a, b in zip(columns.run_ids, stored.run_ids, strict=True)
     ) and np.array_equal(stored.params, PARAMS)

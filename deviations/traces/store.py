@@ -146,8 +146,8 @@ class MetricArrays:
 
 
 @dataclass
-class Stored:
-    """A stored analysis, as read back: the base of an incremental update."""
+class Head:
+    """The summary row of a stored analysis (what a plan compares with the database)."""
 
     generation: int
     release_ids: np.ndarray
@@ -155,6 +155,13 @@ class Stored:
     run_ids: tuple[np.ndarray, ...]
     params: np.ndarray
     snapshot_at: datetime
+
+
+@dataclass
+class Stored(Head):
+    """A stored analysis, as read back: the base of an incremental update (its summary row
+    and every block)."""
+
     metrics: dict[str, MetricArrays]
 
 
@@ -399,18 +406,6 @@ def publish(series: Series, snapshot: datetime, w: Write, stage: int, expected: 
         AnalysisBlock.objects.filter(stage__gt=0, stage__lt=stale).delete()
         SeriesAnalysis.objects.filter(series=series).delete()
         return _write_summary(series, snapshot, w)
-
-
-@dataclass
-class Head:
-    """The summary row of a stored analysis (what a plan compares with the database)."""
-
-    generation: int
-    release_ids: np.ndarray
-    function_ids: np.ndarray
-    run_ids: tuple[np.ndarray, ...]
-    params: np.ndarray
-    snapshot_at: datetime
 
 
 def read_head(series_id: int) -> Head | None:
