@@ -529,6 +529,14 @@ def _read_consistent(series_id: int, read: Any) -> Any:
     )
 
 
+def _filled(rows: int, releases: int, fields: Sequence[str]) -> dict[str, np.ndarray]:
+    """Arrays of ``fields`` for ``rows`` functions × ``releases`` (per-pair fields: one
+    column fewer), holding each field's fill value until blocks are scattered in."""
+    return {field: np.full((rows, max(releases - 1, 0)) if per_pair(field) else (rows, releases),
+                           fill(field), dtype=DTYPES[field].newbyteorder("="))
+            for field in fields}
+
+
 def _assemble(
     F: int,  # noqa: N803
     release_ids: np.ndarray,
@@ -539,10 +547,7 @@ def _assemble(
     None when the blocks do not cover every (row, column) exactly once."""
     R = len(release_ids)  # noqa: N806
     column = {int(rid): c for c, rid in enumerate(release_ids)}
-    out: dict[str, np.ndarray] = {}
-    for field in fields:
-        shape = (F, max(R - 1, 0)) if per_pair(field) else (F, R)
-        out[field] = np.full(shape, fill(field), dtype=DTYPES[field].newbyteorder("="))
+    out = _filled(F, R, fields)
     covered = np.zeros(R, dtype=np.int64)
     for release_id, row_start, rows, *values in found:
         c = column.get(int(release_id))
@@ -849,10 +854,7 @@ def _assemble_part(
     # Output row of each matrix row (-1: not asked).
     where = np.full(F, -1, dtype=np.int64)
     where[rows] = np.arange(len(rows))
-    out: dict[str, np.ndarray] = {}
-    for field in fields:
-        shape = (len(rows), max(R - 1, 0)) if per_pair(field) else (len(rows), R)
-        out[field] = np.full(shape, fill(field), dtype=DTYPES[field].newbyteorder("="))
+    out = _filled(len(rows), R, fields)
     covered = np.zeros(R, dtype=np.int64)
     for release_id, row_start, n_rows, *values in found:
         c = column.get(int(release_id))
