@@ -251,7 +251,8 @@ def _part_words(row: dict[str, Any]) -> str:
     interval = (f"95% interval {time_words(row['diff_lo'], True)} to "
                 f"{time_words(row['diff_hi'], True)}")
     deviation = row.get("deviation")
-    own = f"; itself a {deviation}" if deviation in ("regression", "improvement") else ""
+    own = (f"; itself {'an' if deviation == 'improvement' else 'a'} {deviation}"
+           if deviation in ("regression", "improvement") else "")
     return f"{time_words(row['diff'], True)} {what} ({pct}{sig}, {interval}{own})"
 
 
@@ -322,6 +323,25 @@ def _span(releases: list[Release]) -> str:
     return f"{releases[0].version} to {releases[-1].version}"
 
 
+def verdict_words(row: dict[str, Any]) -> str:
+    """The flag's own numbers, as its verdict compared them: "+1.18 ms (95% interval
+    +0.21 ms to +2.10 ms)"."""
+    return (f"{time_words(row['diff'], True)} (95% interval "
+            f"{time_words(row.get('diff_lo'), True)} to {time_words(row.get('diff_hi'), True)})")
+
+
+def runs_disagree(row: dict[str, Any], total: dict[str, Any]) -> bool:
+    """True when the runs' comparison of the total (difference of medians over the runs,
+    its interval) does not show the flag's side, although the verdict's own comparison
+    (the release rule's, e.g. the shift rule's levels of release medians) does: the
+    attribution then splits a change that the runs alone do not separate, and the page
+    says so instead of printing an interval through zero under a "regression"."""
+    lo, hi = total.get("diff_lo"), total.get("diff_hi")
+    if lo is None or hi is None:
+        return True
+    return not (lo > 0 if row["verdict"] == "regression" else hi < 0)
+
+
 def flag_attributions(series: Series, function_id: int, rows: list[dict[str, Any]],
                       verdicts: dict[str, dict[int, str]]) -> list[dict[str, Any]]:
     """For each regression or improvement of a function's total time (``rows``: the
@@ -344,10 +364,13 @@ def flag_attributions(series: Series, function_id: int, rows: list[dict[str, Any
         at = position[row["release"]]
         item: dict[str, Any] = {"release": row["release"], "previous": row["previous"],
                                 "verdict": row["verdict"]}
+        if row.get("diff") is not None:
+            item["verdict_words"] = verdict_words(row)
         try:
-            item["attribution"] = function_attribution(
+            a = item["attribution"] = function_attribution(
                 series, function_id, releases[first:at], releases[at:last + 1],
                 deviations=verdicts.get(row["release"], {}))
+            item["runs_disagree"] = runs_disagree(row, a.total)
         except CallTreeError as exc:
             item["error"] = exc.message
         out.append(item)
@@ -491,7 +514,8 @@ def function_flags(series: Series, function: Any, rule: str,
     if series.is_metrics:
         return {"flags": [], "note": ""}
     mine = selectors.stored_analysis(series, "total", "median", rule,
-                                     ("verdict", "first", "last"), columns=columns,
+                                     ("verdict", "first", "last", "diff", "diff_lo",
+                                      "diff_hi"), columns=columns,
                                      function_ids=[function.pk], kept=True)
     if mine is None or len(mine["function_ids"]) == 0:
         return {"flags": [], "note": ""}
@@ -503,6 +527,8 @@ def function_flags(series: Series, function: Any, rule: str,
         [mine["first"][0, flagged], mine["last"][0, flagged]]))
     rows = [{"release": versions[p + 1], "previous": versions[p],
              "verdict": verdict_name(int(mine["verdict"][0, p])),
+             "diff": float(mine["diff"][0, p]), "diff_lo": float(mine["diff_lo"][0, p]),
+             "diff_hi": float(mine["diff_hi"][0, p]),
              "compared_from": reached[int(mine["first"][0, p])],
              "compared_to": reached[int(mine["last"][0, p])]} for p in flagged]
     verdicts: dict[str, dict[int, str]] = {}

@@ -211,3 +211,24 @@ def test_a_metric_series_has_no_call_tree(client: Client) -> None:
     assert "holds benchmark results: it has no call tree" in response.json()["detail"]
     series = Series.objects.get(name="bench.metrics")
     assert calltree.function_flags(series, None, "shifts") == {"flags": [], "note": ""}
+
+
+def test_part_words_name_a_callee_that_is_itself_a_deviation() -> None:
+    row = {"kind": "edge", "callee": "V8.ScriptCompiler", "change_pct": -38.0,
+           "significant": True, "diff": -458.0, "diff_lo": -552.0, "diff_hi": -364.0}
+    assert calltree._part_words({**row, "deviation": "improvement"}).endswith(
+        "; itself an improvement)")
+    assert calltree._part_words({**row, "deviation": "regression"}).endswith(
+        "; itself a regression)")
+    assert "itself" not in calltree._part_words(row)
+
+
+def test_runs_disagree_when_their_interval_does_not_show_the_flags_side() -> None:
+    regression = {"verdict": "regression"}
+    assert not calltree.runs_disagree(regression, {"diff_lo": 1.0, "diff_hi": 5.0})
+    assert calltree.runs_disagree(regression, {"diff_lo": -1.0, "diff_hi": 5.0})
+    assert calltree.runs_disagree(regression, {"diff_lo": -5.0, "diff_hi": -1.0})
+    improvement = {"verdict": "improvement"}
+    assert not calltree.runs_disagree(improvement, {"diff_lo": -5.0, "diff_hi": -1.0})
+    assert calltree.runs_disagree(improvement, {"diff_lo": -5.0, "diff_hi": 0.0})
+    assert calltree.runs_disagree(regression, {"diff_lo": None, "diff_hi": None})
