@@ -254,6 +254,15 @@ DEVIATIONS_PAGE_CACHE_MB = env.int("DEVIATIONS_PAGE_CACHE_MB", default=256)
 # as a chord of tasks over the worker pool. 1,024 MB fits a 2 GiB worker (its process with
 # Django, NumPy and SciPy loaded takes ~0.2 GB; docs/deploy.md has the measured peaks).
 DEVIATIONS_ANALYSIS_MEMORY_MB = env.float("DEVIATIONS_ANALYSIS_MEMORY_MB", default=1024)
+# A worker process whose memory high-water mark passed this many MB during a task is
+# replaced by a fresh process before its next task (Celery's worker_max_memory_per_child;
+# the prefork pool, the default). Without it a process that ran a chunk of a large analysis
+# or a large ingest keeps its heap (freed, not returned to the system) and the next task's
+# arrays come on top: a worker that served a new release after chunks of a 2,000 × 20,000
+# series reached 1,992 MB where the update alone takes 674 MB (docs/deploy.md). Default:
+# the analysis budget; 0 turns it off.
+DEVIATIONS_WORKER_MAX_MEMORY_MB = env.float("DEVIATIONS_WORKER_MAX_MEMORY_MB",
+                                            default=DEVIATIONS_ANALYSIS_MEMORY_MB)
 
 # --- Celery -------------------------------------------------------------------------------
 # Without a broker, tasks run in-process, synchronously, when they are sent: the embedded
@@ -277,6 +286,9 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 # One long task per process at a time: an ingest holds a large trace in memory.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# KiB (Celery's unit); None: never replaced for its memory (DEVIATIONS_WORKER_MAX_MEMORY_MB).
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = (int(DEVIATIONS_WORKER_MAX_MEMORY_MB * 1024)
+                                      if DEVIATIONS_WORKER_MAX_MEMORY_MB > 0 else None)
 # A 2 GiB trace ingests in well under a minute; ten minutes means something is stuck.
 CELERY_TASK_SOFT_TIME_LIMIT = 10 * 60
 CELERY_TASK_TIME_LIMIT = 11 * 60

@@ -205,28 +205,89 @@ def _proc_stats(pid: int) -> tuple[float, float]:
     return cpu, int(hwm.split()[1]) / 1024
 
 
+class _Prefork:
+    """One ``celery worker --pool=prefork --concurrency=N`` process and its pool's children,
+    watched every 0.2 s: a child replaced after a task (``DEVIATIONS_WORKER_MAX_MEMORY_MB``)
+    takes its high-water mark with it, so each child's ``VmHWM`` is recorded while it lives;
+    the CPU of children gone is the parent's ``cutime + cstime``."""
+
+    def __init__(self, parent: int) -> None:
+        import threading
+
+        self.parent = parent
+        self.hwm: dict[int, float] = {}
+        self.cpu: dict[int, float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _children(self) -> list[int]:
+        try:
+            text = Path(f"/proc/{self.parent}/task/{self.parent}/children").read_text()
+        except OSError:
+            return []
+        return [int(x) for x in text.split()]
+
+    def _watch(self) -> None:
+        while not self.stop.wait(0.2):
+            for pid in self._children():
+                try:
+                    cpu, hwm = _proc_stats(pid)
+                except (OSError, StopIteration):
+                    continue
+                self.hwm[pid] = max(hwm, self.hwm.get(pid, 0.0))
+                self.cpu[pid] = cpu
+
+    def cpu_s(self) -> float:
+        """CPU seconds of the worker: the parent, its children gone, its children alive."""
+        fields = Path(f"/proc/{self.parent}/stat").read_text().rsplit(")", 1)[1].split()
+        tick = os.sysconf("SC_CLK_TCK")
+        mine = sum(int(fields[k]) for k in (11, 12, 13, 14)) / tick
+        alive = set(self._children())
+        return mine + sum(c for pid, c in self.cpu.items() if pid in alive)
+
+    def peaks(self, seen: set[int]) -> list[float]:
+        """High-water marks (MB) of the children not in ``seen``: those of one step."""
+        return [h for pid, h in sorted(self.hwm.items()) if pid not in seen]
+
+
 def _on_workers(args: argparse.Namespace, memory: float) -> None:
     """A full analysis and one new release through ``--workers`` Celery worker processes
-    (``--pool=solo``: each process runs one task at a time, and its RSS is the task's)."""
+    (``--pool=solo``: each process runs one task at a time, and its RSS is the task's), or
+    with ``--prefork`` through one prefork worker of ``--workers`` children, as deployed
+    (docker-compose.yml): each child's peak is recorded, and a child whose high-water mark
+    passed ``DEVIATIONS_WORKER_MAX_MEMORY_MB`` is replaced after its task."""
     from deviations.core import worker  # noqa: F401  (binds the tasks to the project's app)
     from deviations.traces import analysis, store, tasks
     from deviations.traces.models import AnalysisBlock, Series, SeriesAnalysis
 
     env = {**os.environ, "DATABASE_URL": PG.format(args.database),
            "DEVIATIONS_ANALYSIS_MEMORY_MB": str(memory)}
-    logs = [open(f"/tmp/analysis_scale_worker{k}.log", "wb") for k in range(args.workers)]  # noqa: SIM115, S108
+    if args.worker_max_memory_mb is not None:
+        env["DEVIATIONS_WORKER_MAX_MEMORY_MB"] = str(args.worker_max_memory_mb)
+    count = 1 if args.prefork else args.workers
+    pool = (["--pool=prefork", f"--concurrency={args.workers}"] if args.prefork
+            else ["--pool=solo"])
+    logs = [open(f"/tmp/analysis_scale_worker{k}.log", "wb") for k in range(count)]  # noqa: SIM115, S108
     workers = [subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "deviations.celery", "worker", "--pool=solo",
+        [sys.executable, "-m", "celery", "-A", "deviations.celery", "worker", *pool,
          "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
          "-n", f"bench{k}@%h"], cwd=PROJECT_ROOT, env=env, stdout=log,
         stderr=subprocess.STDOUT) for k, log in enumerate(logs)]
+    watch = _Prefork(workers[0].pid) if args.prefork else None
     try:
         time.sleep(8)  # the workers connect
         series = Series.objects.get(name=args.series)
 
+        def cpu_now() -> float:
+            if watch is not None:
+                return watch.cpu_s()
+            return sum(_proc_stats(w.pid)[0] for w in workers)
+
         def analysed(before: int | None) -> tuple[float, float, list[float], str]:
             start = time.perf_counter()
-            cpu0 = sum(_proc_stats(w.pid)[0] for w in workers)
+            cpu0 = cpu_now()
+            old = dict(watch.hwm) if watch is not None else {}
             tasks.analyse_series.delay(series.pk)
             while True:
                 time.sleep(0.5)
@@ -237,8 +298,14 @@ def _on_workers(args: argparse.Namespace, memory: float) -> None:
                 if series.analysis_failure:
                     raise RuntimeError(series.analysis_failure)
             wall = time.perf_counter() - start
-            stats = [_proc_stats(w.pid) for w in workers]
-            return wall, sum(s[0] for s in stats) - cpu0, [s[1] for s in stats], (
+            time.sleep(0.5)  # the watcher's last look
+            cpu = cpu_now() - cpu0
+            if watch is None:
+                peaks = [_proc_stats(w.pid)[1] for w in workers]
+            else:  # children new in this step, and those that grew during it
+                peaks = watch.peaks(set(old)) + [h for pid, h in sorted(watch.hwm.items())
+                                                 if pid in old and h > old[pid]]
+            return wall, cpu, peaks, (
                 f"{len(analysis.current_columns(series).release_ids)} releases")
 
         AnalysisBlock.objects.filter(series=series).delete()
@@ -257,9 +324,12 @@ def _on_workers(args: argparse.Namespace, memory: float) -> None:
               f"({what})", flush=True)
         print(f"workers={args.workers} full_s={wall:.1f} full_cpu_s={cpu:.1f} "
               f"incremental_s={new_wall:.2f} incremental_cpu_s={new_cpu:.2f} "
-              f"peak_rss_mb={max(rss):.0f} memory_mb={memory} load={os.getloadavg()[0]:.2f}",
+              f"peak_rss_mb={max(rss):.0f} new_release_peak_rss_mb={max(new_rss, default=0):.0f} "
+              f"memory_mb={memory} load={os.getloadavg()[0]:.2f}",
               flush=True)
     finally:
+        if watch is not None:
+            watch.stop.set()
         for w in workers:
             w.terminate()
             w.wait(timeout=60)
@@ -341,6 +411,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=0,
                         help="measure through this many Celery worker processes (a chord; "
                              "CELERY_BROKER_URL, default redis://127.0.0.1:6379/1)")
+    parser.add_argument("--prefork", action="store_true",
+                        help="with --workers N: one prefork worker of N children, as "
+                             "deployed, instead of N solo workers")
+    parser.add_argument("--worker-max-memory-mb", type=float, default=None,
+                        help="DEVIATIONS_WORKER_MAX_MEMORY_MB for the workers (default: the "
+                             "setting's own default, the analysis budget; 0: off)")
     parser.add_argument("--chunks-only", type=int, default=0,
                         help="measure: time the first K chunks of a full analysis only")
     args = parser.parse_args()

@@ -121,3 +121,23 @@ def test_demo_user_only_on_the_embedded_default(monkeypatch: Any) -> None:
     call_command("demo", "--demo-user", stdout=io.StringIO(), stderr=err)
     assert get_user_model().objects.get(username="demo").is_superuser
     assert "WARNING: a superuser 'demo'" in err.getvalue()
+
+
+
+def _setting(name: str, **env: str) -> str:
+    """A setting's value as a fresh process with ``env`` sees it."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("DEVIATIONS_")}
+    code = f"import deviations.settings as s; print(s.{name})"
+    return subprocess.run([sys.executable, "-c", code], env={**full, **env}, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def test_worker_memory_limit_follows_the_analysis_budget() -> None:
+    """Celery's worker_max_memory_per_child (KiB) comes from DEVIATIONS_WORKER_MAX_MEMORY_MB,
+    by default the analysis budget; 0 turns it off."""
+    name = "CELERY_WORKER_MAX_MEMORY_PER_CHILD"
+    assert _setting(name) == str(1024 * 1024)
+    assert _setting(name, DEVIATIONS_ANALYSIS_MEMORY_MB="512") == str(512 * 1024)
+    assert _setting(name, DEVIATIONS_WORKER_MAX_MEMORY_MB="0") == "None"
+    assert _setting(name, DEVIATIONS_ANALYSIS_MEMORY_MB="512",
+                    DEVIATIONS_WORKER_MAX_MEMORY_MB="1500") == str(1500 * 1024)

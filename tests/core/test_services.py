@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -33,10 +34,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
-def running_worker(tmp_path: Path, media: Path,
-                   env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+def running_worker(tmp_path: Path, media: Path, env: dict[str, str] | None = None,
+                   pool: tuple[str, ...] = ("--pool=solo",),
+                   ) -> Iterator[subprocess.Popen[bytes]]:
     """A real `celery worker` process on the test database (PostgreSQL), its media folder
-    ``media``, its log in ``tmp_path``; ``env`` adds to the environment."""
+    ``media``, its log in ``tmp_path``; ``env`` adds to the environment, ``pool`` chooses
+    the pool (solo: one process, the tasks run in it)."""
     db = connection.settings_dict
     assert db["ENGINE"].endswith("postgresql"), "the services pass runs on PostgreSQL"
     full = {
@@ -48,7 +51,7 @@ def running_worker(tmp_path: Path, media: Path,
     }
     log = (tmp_path / "worker.log").open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "deviations.celery", "worker", "--pool=solo",
+        [sys.executable, "-m", "celery", "-A", "deviations.celery", "worker", *pool,
          "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
         cwd=ROOT, env=full, stdout=log, stderr=subprocess.STDOUT,
     )
@@ -81,6 +84,37 @@ def wait_for(run_id: int, timeout: float = 120) -> Run:
 def test_tasks_go_through_the_broker() -> None:
     assert not settings.CELERY_TASK_ALWAYS_EAGER
     assert settings.CELERY_BROKER_URL.startswith("redis://")
+
+
+def test_a_worker_process_past_its_memory_limit_is_replaced(
+    client: Client, simple_events: Any, tmp_path: Path, settings: Any,
+) -> None:
+    """DEVIATIONS_WORKER_MAX_MEMORY_MB reaches the prefork pool (Celery's
+    worker_max_memory_per_child): a process whose high-water mark passed it during a task is
+    replaced before its next task (here 1 MB: every task), and the tasks still complete."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    user = get_user_model().objects.create_user("ci")
+    token = ApiToken.issue(user, "CI")[1]
+    with running_worker(tmp_path, settings.MEDIA_ROOT,
+                        env={"DEVIATIONS_WORKER_MAX_MEMORY_MB": "1"},
+                        pool=("--pool=prefork", "--concurrency=1")):
+        ids = []
+        for k in range(2):
+            data = io.BytesIO(json.dumps({"traceEvents": simple_events}).encode()
+                              + b" " * k)  # another file, not a duplicate
+            data.name = f"run{k}.json"
+            response = client.post("/api/series/recycled/releases/1.0/runs", {"file": data},
+                                   headers={"Authorization": f"Bearer {token}"})
+            assert response.status_code == 201, response.content
+            ids.append(response.json()["run"])
+        for run_id in ids:
+            assert wait_for(run_id).status == Run.DONE
+    log = (tmp_path / "worker.log").read_text()
+    # Each task ran in a process of its own (the pool names them ForkPoolWorker-N in turn).
+    ran = re.findall(r"INFO/(ForkPoolWorker-\d+)\] Task deviations\.\w+\[[-\w]+\] succeeded",
+                     log)
+    assert len(ran) >= 3, log[-3000:]
+    assert len(set(ran)) == len(ran), ran
 
 
 def test_upload_api_worker_export(worker, client: Client, simple_events, tmp_path) -> None:
