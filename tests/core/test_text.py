@@ -39,3 +39,14 @@ def test_write_csv() -> None:
     write_csv(out, [{"function": "=1+2", "diff": -3.5, "extra": "x"}, {"function": "ok"}],
               ["function", "diff"])
     assert out.getvalue() == "function,diff\n'=1+2,-3.5\nok,\n"
+
+
+def test_p_values_keep_two_significant_digits_and_are_never_zero() -> None:
+    from deviations.templatetags.figures import pvalue
+
+    assert pvalue(7.31e-5) == "7.3e-05"
+    assert pvalue(3.14159e-9) == "3.1e-09"
+    assert pvalue(0.0) == "< 1e-300"
+    assert pvalue(0.0421) == "0.042"
+    assert pvalue(0.5) == "0.5"
+    assert pvalue(None) == ""

@@ -95,6 +95,11 @@ def test_compare_page_sorts_filters_and_exports(client: Client, demo_series: Ser
     assert "Diff (ms)</a> [95% CI]" in body
     assert "(µs)" not in body
     assert "0.0000" not in body
+    # The smallest q-value is printed in two significant digits (a fixed 4 decimals read
+    # "0.0001" for 7.3e-05, "0.0000" for anything below 5e-05).
+    smallest = min(r["q_value"] for r in data if r["q_value"] is not None)
+    assert smallest < 5e-4
+    assert f">{smallest:.1e}" in body
     assert "<td>unchanged</td>" not in body
     assert "<td>not significant</td>" in body
 
