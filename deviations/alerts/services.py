@@ -275,8 +275,8 @@ def request_subscription(
     )
     if not created:
         return sub  # a concurrent request made it (and sends its email)
-    token = signing.dumps([email, target, pattern, digest], salt=_CONFIRM_SALT, compress=True)
-    url = site_url(reverse("histograms:confirm", args=[token]))
+    url = site_url(reverse("histograms:confirm",
+                           args=[confirmation_token(email, target, pattern, digest)]))
     who = getattr(user, "get_username", lambda: "someone")()
     what = "histogram probes matching" if target == Subscription.HISTOGRAM else "the series"
     EmailMessage(
@@ -338,6 +338,11 @@ def validated_subscribe(
 
 def _series_exists(name: str) -> bool:
     return Series.objects.filter(name=name).exists()
+
+
+def confirmation_token(email: str, target: str, pattern: str, digest: bool) -> str:
+    """The signed token of the link that confirms a subscription made for ``email``."""
+    return signing.dumps([email, target, pattern, digest], salt=_CONFIRM_SALT, compress=True)
 
 
 def unsubscribe_token(email: str, target: str, pattern: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import uuid
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from deviations.alerts.models import Alert, AlertGroup
+from deviations.alerts.services import confirmation_token, unsubscribe_token
 from deviations.experiments.ab.services import store_upload
 from deviations.experiments.canaries import services as canaries
 from deviations.histograms.detection import detect
@@ -58,6 +60,10 @@ def test_every_page_fits_a_phone(page: Any) -> None:
     wide_probe_id = Probe.objects.get(name=wide_probe).pk
     detect([wide_probe_id])
     ab_run = store_upload(_ab_seeds()[0], ab_name="ab.csv", host="bench-1").run
+    batch = uuid.uuid4()
+    Run.objects.filter(pk=run.pk).update(upload_batch=batch)
+    unsubscribe = unsubscribe_token("someone@example.com", "histogram", "A_PROBE*")
+    confirm = confirmation_token("someone@example.com", "histogram", "A_PROBE*", False)
     urls = [
         "/", f"/series/{SERIES}/", f"/series/{SERIES}/functions/{paint.pk}/?runs=1",
         f"/series/{SERIES}/releases/{demo.RELEASES[8]}/",
@@ -65,20 +71,25 @@ def test_every_page_fits_a_phone(page: Any) -> None:
         f"/runs/{run.pk}/", "/alerts/", f"/alerts/groups/{group.pk}/", "/histograms/",
         f"/histograms/probes/{probe.pk}/" if probe else "/histograms/", "/canaries/",
         f"/histograms/probes/{wide_probe_id}/", "/histograms/changes/",
-        "/histograms/subscriptions/", "/histograms/upload/", "/alerts/ignored/",
-        f"/canaries/{canary.pk}/", "/canaries/new/", "/ab/", f"/ab/runs/{ab_run.pk}/",
-        "/series/mylib-bench.linux/", "/accounts/login/", "/upload/", "/series/nope/",
+        "/alerts/ignored/", f"/canaries/{canary.pk}/", "/ab/", f"/ab/runs/{ab_run.pk}/",
+        "/ab/hosts/bench-1/", "/series/mylib-bench.linux/", "/accounts/login/",
+        "/series/nope/", f"/upload/{batch}/",
+        f"/series/{SERIES}/compare/precision/?base={demo.RELEASES[7]}&new={demo.RELEASES[8]}"
+        "&function=Paint", "/api/docs", "/accounts/password_reset/",
+        f"/histograms/confirm/{confirm}/", f"/histograms/unsubscribe/{unsubscribe}/",
     ]
     paint_alert = Alert.objects.filter(subject="Paint").first()
     # Signed in: the pages only a user sees, and the owners' forms on the others.
-    signed_in = ["/hooks/", "/hooks/bugs/", f"/alerts/{paint_alert.pk}/",
+    signed_in = ["/upload/", "/canaries/new/", "/histograms/subscriptions/",
+                 "/histograms/upload/", "/accounts/password_change/",
+                 "/hooks/", "/hooks/bugs/", f"/alerts/{paint_alert.pk}/",
                  f"/series/{SERIES}/settings/", "/tokens/", f"/alerts/groups/{group.pk}/",
                  f"/series/{SERIES}/compare/?base={demo.RELEASES[7]}&new={demo.RELEASES[8]}"
                  "&calls=ThreadControllerImpl%3A%3ARunTask"]
     get_user_model().objects.create_superuser("sheriff", password="sheriff-pw")
     page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
     ARTIFACTS.mkdir(exist_ok=True)
-    wide, drawn = {}, {}
+    wide, drawn, login = {}, {}, []
     for url in [*urls, "SIGN IN", *signed_in]:
         if url == "SIGN IN":
             page.goto("/accounts/login/")
@@ -90,12 +101,15 @@ def test_every_page_fits_a_phone(page: Any) -> None:
         page.goto(url)
         page.wait_for_load_state("load")
         page.wait_for_timeout(200)
+        if "/accounts/login/" in page.url and not url.startswith("/accounts/login/"):
+            login.append(url)  # measured the login form, not the page
         got = page.evaluate(_WIDE)
         name = url.strip("/").replace("/", "_").replace("?", "_")[:60] or "home"
         page.screenshot(path=str(ARTIFACTS / f"phone-{name}.png"), full_page=True)
         if got["scroll"] > got["inner"] + 2:
             wide[url] = got
         drawn[url] = layout_problems(page)
+    assert login == []
     assert wide == {}
     problems = [f"{u}: {p}" for u, ps in drawn.items() for p in ps]
     assert problems == [], "\n".join(problems)
