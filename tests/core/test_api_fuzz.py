@@ -31,11 +31,21 @@ WRITES = ("post", "patch", "put", "delete")
 
 def _operations() -> list[tuple[str, str, list[str]]]:
     """(METHOD, path, request body content types) of every operation of the API."""
-    from deviations.api import api
-
-    schema = api.get_openapi_schema()
+    schema = _schema()
     return [(method.upper(), path, list(op.get("requestBody", {}).get("content", {})))
             for path, ops in schema["paths"].items() for method, op in ops.items()]
+
+
+def _schema() -> dict[str, Any]:
+    from deviations.api import api
+
+    return api.get_openapi_schema()
+
+
+def _form_fields(method: str, path: str) -> set[str]:
+    """The fields of a multipart operation's form, as its schema lists them."""
+    body = _schema()["paths"][path][method.lower()]["requestBody"]["content"]
+    return set(body["multipart/form-data"]["schema"]["properties"])
 
 
 # Valid bodies, by operation; {ids} are filled from the world the test builds.
@@ -70,12 +80,15 @@ BODIES = {
 }
 # Multipart uploads: the file fields, their seeds, and the form fields with valid values.
 UPLOADS = {
-    "POST /api/series/{name}/releases/{version}/runs": ({"file": _trace_seeds},
-                                                        {"revision": "0a1b2c3d"}),
+    "POST /api/series/{name}/releases/{version}/runs": (
+        {"file": _trace_seeds},
+        {"revision": "0a1b2c3d", "thread_name": "CrRendererMain", "process_name": "Renderer",
+         "all_threads": "false", "order": "7"}),
     "POST /api/series/{name}/results": (
         {"file": lambda: _results_seeds("csv") + _results_seeds("google-benchmark")},
         {"release": "9.0", "order": "9", "format": "csv", "revision": "0a1b2c3d"}),
-    "POST /api/histograms/upload": ({"file": _histogram_seeds}, {}),
+    "POST /api/histograms/upload": ({"file": _histogram_seeds},
+                                    {"probe": "GC_MS", "build_id": "20260101000000"}),
     "POST /api/ab/runs": ({"file": _ab_seeds, "aa": _ab_seeds},
                           {"host": "bench-1", "min_change": "2.5"}),
 }
@@ -109,6 +122,9 @@ def test_every_write_endpoint_is_fuzzed() -> None:
             assert types == ["application/json"], key
         if key in UPLOADS:
             assert types == ["multipart/form-data"], key
+            files, fields = UPLOADS[key]
+            assert _form_fields(method, path) == set(files) | set(fields), (
+                f"{key}: every form field is fuzzed")
 
 
 @pytest.fixture
