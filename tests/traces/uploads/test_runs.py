@@ -378,3 +378,47 @@ def test_no_analyse_loads_nothing_of_the_analysis(write_trace, simple_events, tm
         capture_output=True, text=True, check=True, timeout=300,
     )
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_release_order_is_checked_on_the_api_and_the_upload_page(
+    client: Any, simple_events: Any,
+) -> None:
+    """The same rule through the REST API (runs and results) and the browser's upload form:
+    a release without ``order`` into a series placed by order is refused with the reason,
+    and nothing is stored."""
+    from django.contrib.auth import get_user_model
+
+    from deviations.core.models import ApiToken
+
+    user = get_user_model().objects.create_user("ci", password="pw")
+    auth = {"Authorization": f"Bearer {ApiToken.issue(user, 'CI')[1]}"}
+
+    def trace(name: str, marker: str) -> io.BytesIO:
+        data = io.BytesIO(json.dumps({"traceEvents": renderer_events_with(marker)}).encode())
+        data.name = name
+        return data
+
+    ok = client.post("/api/series/o/releases/zeta/runs", {"file": trace("a.json", "A"),
+                                                          "order": "1"}, headers=auth)
+    assert ok.status_code == 201, ok.content
+    refused = client.post("/api/series/o/releases/beta/runs", {"file": trace("b.json", "B")},
+                          headers=auth)
+    assert refused.status_code == 400
+    assert "places its releases by their order" in refused.json()["detail"]
+    results = io.BytesIO(b"release,metric,value\nr1,latency,1.0\n")
+    results.name = "r.csv"
+    made = client.post("/api/series/m/results", {"file": results, "format": "csv",
+                                                 "release": "r1", "order": "3"}, headers=auth)
+    assert made.status_code in (200, 201), made.content
+    results = io.BytesIO(b"release,metric,value\nr2,latency,2.0\n")
+    results.name = "r2.csv"
+    refused = client.post("/api/series/m/results", {"file": results, "format": "csv",
+                                                    "release": "r2"}, headers=auth)
+    assert refused.status_code == 400, refused.content
+    assert "order" in refused.content.decode()
+    client.force_login(user)
+    page = client.post("/upload/", {"series": "o", "release": "gamma",
+                                    "thread_name": "CrRendererMain", "process_name": "Renderer",
+                                    "files": [trace("c.json", "C")]})
+    assert "places its releases by their order" in page.content.decode()
+    assert sorted(Release.objects.values_list("version", flat=True)) == ["r1", "zeta"]
