@@ -470,21 +470,23 @@ def locate_start(
     """Build where a lasting move of one share starts: a single change point by (robust)
     maximum likelihood, the level before known.
 
-    ``shares`` :math:`x_0, \dots, x_e` are a bucket's shares from the first build that may
-    start the change to the last build seen, ``variances`` :math:`\sigma_t^2` their
-    variances (between-build plus sampling: :math:`\hat\tau^2 + m(1-m)/n_t`), ``before``
+    ``shares`` :math:`x_0, \\dots, x_e` are a bucket's shares from the first build that may
+    start the change to the last build seen, ``variances`` :math:`\\sigma_t^2` their
+    variances (between-build plus sampling: :math:`\\hat\\tau^2 + m(1-m)/n_t`), ``before``
     the level :math:`m` before the change. For each candidate start :math:`c` in
-    ``first..last``, the model is :math:`x_t = m` before :math:`c` and :math:`x_t = \mu_c`
-    from :math:`c` on, :math:`\hat\mu_c` the median of :math:`x_c, \dots, x_e`; the cost
+    ``first..last``, the model is :math:`x_t = m` before :math:`c` and :math:`x_t = \\mu_c`
+    from :math:`c` on, :math:`\\hat\\mu_c` the median of :math:`x_c, \\dots, x_e`; the cost
 
-    .. math:: C(c) = \sum_{t<c} \rho_H\Big(\frac{x_t - m}{\sigma_t}\Big) +
-              \sum_{t \geq c} \rho_H\Big(\frac{x_t - \hat\mu_c}{\sigma_t}\Big)
+    .. math:: C(c) = \\sum_{t<c} \\rho_H\\Big(\\frac{x_t - m}{\\sigma_t}\\Big) +
+              \\sum_{t \\geq c} \\rho_H\\Big(\\frac{x_t - \\hat\\mu_c}{\\sigma_t}\\Big)
 
-    with Huber's :math:`\rho_H(r) = r^2/2` for :math:`|r| \leq h`, :math:`h|r| - h^2/2`
-    beyond (``huber``), is minimised: with :math:`\rho_H` quadratic this is the maximum
+    with Huber's :math:`\\rho_H(r) = r^2/2` for :math:`|r| \\leq h`, :math:`h|r| - h^2/2`
+    beyond (``huber``), is minimised: with :math:`\\rho_H` quadratic this is the maximum
     likelihood estimate of a change point in the mean of independent normal observations
     (Hinkley 1970), a least-squares fit of one step; the Huber loss keeps a one-build spike
-    next to the change from pulling the start onto it (Huber 1964). A candidate must pass
+    a few builds before the change from pulling the start back onto it (Huber 1964; a
+    build just before the change that moved towards the new level is, to any fit, the
+    change's first build). A candidate must pass
     the start check of :func:`detect_count_changes`: :math:`x_c` moved (from :math:`m`, in
     the direction of the move) at least half as much as the mean of the later builds.
 
