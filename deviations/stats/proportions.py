@@ -105,7 +105,8 @@ class CountChange:
     clients_before: float
     clients_after: float
     #: Later builds it took to confirm the change (the window was builds ``build`` to
-    #: ``build + delay``): ``future_builds`` at the first look, up to ``max_future_builds``.
+    #: ``build + delay``): ``future_builds`` at the first look, up to ``max_future_builds``,
+    #: and up to 8 more where the located start precedes the first build whose looks passed.
     delay: int = -1
 
 
