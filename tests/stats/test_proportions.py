@@ -86,7 +86,12 @@ def test_locating_the_start_keeps_the_false_flags_and_finds_more_moves_at_their_
     located, first = detect_count_changes(counts), detect_count_changes(counts, locate=False)
     # Relocation moves a report, never adds or removes one.
     assert np.array_equal(located.changed.sum(axis=1), first.changed.sum(axis=1))
-    assert sim.found(located) > sim.found(first)
+    early, found, late, never = sim.placement_counts(located)
+    early0, found0, late0, never0 = sim.placement_counts(first)
+    assert never == never0
+    assert late <= late0 - 0.015  # 6 of 200 reported 3+ builds late without it, 2 with it
+    assert found >= found0
+    assert early <= early0 + 0.03  # a build that moved just before the change: any fit's start
 
 
 def test_locate_start_is_the_step_that_fits_best():
