@@ -491,11 +491,11 @@ def locate_start(
     beyond (``huber``), is minimised: with :math:`\\rho_H` quadratic this is the maximum
     likelihood estimate of a change point in the mean of independent normal observations
     (Hinkley 1970), a least-squares fit of one step; the Huber loss keeps a one-build spike
-    a few builds before the change from pulling the start back onto it (Huber 1964; a
-    build just before the change that moved towards the new level is, to any fit, the
-    change's first build). A candidate must pass
-    the start check of :func:`detect_count_changes`: :math:`x_c` moved (from :math:`m`, in
-    the direction of the move) at least half as much as the mean of the later builds.
+    a few builds before the change from pulling the start back onto it (Huber 1964; a build
+    just before the change that moved towards the new level is, to any fit, the change's
+    first build). A candidate must pass the start check of :func:`detect_count_changes`:
+    :math:`x_c` moved (from :math:`m`, in the direction of the move) at least half as much
+    as the mean of the later builds.
 
     Parameters
     ----------
