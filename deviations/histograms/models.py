@@ -214,7 +214,8 @@ class HistogramChange(models.Model):
     clients_before = models.FloatField(null=True, blank=True)
     clients_after = models.FloatField(null=True, blank=True)
     # Count changes: the later builds it took to confirm the change (its window was this
-    # build to this build + confirm_builds; 2 to 8 for a proportion, issue 22 part 5).
+    # build to this build + confirm_builds; 2 to 16 for a proportion, issue 22 part 5: the
+    # located start may precede the first build whose looks passed by up to 8 builds).
     confirm_builds = models.PositiveSmallIntegerField(null=True, blank=True)
     # Mean normalised histogram of the usable past builds and of the build with its
     # confirming later builds (what the kind was judged on), on ``edges``.

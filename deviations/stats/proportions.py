@@ -38,7 +38,7 @@ Vitillo, R. (2014). Regression detection for Telemetry histograms (seed 001): th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -60,6 +60,7 @@ REASON_AWAITING = "awaiting later builds"
 REASON_LATER_LOW_DATA = "later build has too little data"
 REASON_NOT_PERSISTENT = "not persistent"
 REASON_REPORTED = "change reported at an earlier build"
+REASON_LATER_START = "change starts at a later build"
 
 _REASONS = (
     REASON_CHANGE,
@@ -71,6 +72,7 @@ _REASONS = (
     REASON_LATER_LOW_DATA,
     REASON_NOT_PERSISTENT,
     REASON_REPORTED,
+    REASON_LATER_START,
 )
 
 #: Normal quantile of the reported two-sided 95 % interval.
@@ -103,7 +105,8 @@ class CountChange:
     clients_before: float
     clients_after: float
     #: Later builds it took to confirm the change (the window was builds ``build`` to
-    #: ``build + delay``): ``future_builds`` at the first look, up to ``max_future_builds``.
+    #: ``build + delay``): ``future_builds`` at the first look, up to ``max_future_builds``,
+    #: and up to 8 more where the located start precedes the first build whose looks passed.
     delay: int = -1
 
 
@@ -315,10 +318,19 @@ class _LookTable:
 #: one-build spikes in a long window are not rare: 3 % of builds, 19 % of 7-build windows
 #: hold one) and one build of the window may move less than half of ``min_effect``.
 _LONG_LOOK = 4
+#: Builds before the first build whose looks confirm a change that :func:`locate_start` may
+#: name as its start (a longer look can confirm a change one to a few builds late).
+_LOCATE_BACK = 8
 #: Share of ``alpha`` spent on the first look (``future_builds``); the rest is shared
 #: equally by the longer looks (measured: 0.5 keeps 43 % of the 2-point moves at 5,000
 #: clients confirmed within 3 builds against 31 % for an equal split, same power within 8).
 _FIRST_LOOK_ALPHA = 0.5
+#: Share of ``alpha`` spent on the longest look (``max_future_builds``), when there are more
+#: than three: the looks in between are nested in it and strongly correlated with it, so an
+#: equal Bonferroni share buys them little (measured: 1.5 points more 2-point moves at 5,000
+#: clients found on seeds 101, 202 and 303, same stable flags and median delay, against the
+#: equal split of the other half).
+_LONGEST_LOOK_ALPHA = 0.25
 
 
 def _look(
@@ -399,6 +411,144 @@ def _look(
 _TRIM3_VAR = 0.9733
 
 
+class _Baseline(NamedTuple):
+    """The level before build ``i`` of :func:`detect_count_changes`, arrays (S, B) (``present``
+    (S, W): the usable builds of the noise window)."""
+
+    m: FloatArray
+    mm: FloatArray
+    tau2: FloatArray
+    inv_r: FloatArray
+    past_count: FloatArray  # R: builds of the current level kept (at least 1)
+    past_factor: FloatArray  # g_R: the AR(1) variance factor of their mean
+    tot: FloatArray
+    cnt: FloatArray
+    present: BoolArray
+
+
+def _baseline(
+    p: FloatArray, inv_n: FloatArray, i: int, L: int, seg_start: IntArray,
+    run_table: FloatArray,
+) -> _Baseline:
+    """Trimmed mean share and between-build variance of the ``L`` builds before ``i``
+    (current level since ``seg_start``, pooled with the older one): see
+    :func:`detect_count_changes`, "Level before"."""
+    lo = max(0, i - L)
+    idx = np.arange(lo, i)
+    Pw, Iw = p[:, lo:i], inv_n[:, lo:i]  # (S, W, B), (S, W)
+    present = ~np.isnan(Iw)
+    current = present & (idx[None, :] >= seg_start[:, None])
+    older = present & ~current
+    m, ss, cnt, inv_r, _ = _trimmed(Pw, Iw, current, 3.0)
+    if older.any():  # a change reported inside the noise window: the older level
+        m_o, ss_o, cnt_o, inv_o, _ = _trimmed(Pw, Iw, older, 3.0)
+    else:
+        m_o, ss_o, cnt_o, inv_o = np.full_like(m, np.nan), 0 * ss, 0 * cnt, 0 * inv_r
+    with np.errstate(invalid="ignore", divide="ignore"):
+        levels = (cnt > 0).astype(np.float64) + (cnt_o > 0)
+        tot = cnt + cnt_o
+        s2 = (ss + ss_o) / np.maximum(tot - levels, 1) / _TRIM3_VAR
+        mm = m * (1.0 - m)
+        mm_o = np.where(cnt_o > 0, m_o * (1.0 - m_o), 0.0)
+        v_noise = (mm * inv_r * cnt + mm_o * inv_o * cnt_o) / np.maximum(tot, 1)
+        tau2 = np.maximum(0.0, s2 - v_noise)
+        tau2 = np.where(np.isnan(tau2), 0.0, tau2)
+    R = np.maximum(cnt, 1)
+    g_R = run_table[R.astype(np.int64)]
+    return _Baseline(m, mm, tau2, inv_r, R, g_R, tot, cnt, present)
+
+
+#: Residuals beyond this many standard deviations count linearly in :func:`locate_start`:
+#: Huber's 1.345, 95 % efficiency at the normal (a one-build spike of 2-4 points, 3-6 sd
+#: at 5,000 clients, then weighs like a 2-sd build; measured: 2 and 1.345 alike, plain least
+#: squares 2 points fewer 2-point moves found at their start).
+_HUBER = 1.345
+
+
+def locate_start(
+    shares: npt.ArrayLike,
+    variances: npt.ArrayLike,
+    before: float,
+    *,
+    first: int,
+    last: int,
+    huber: float = _HUBER,
+) -> int:
+    """Build where a lasting move of one share starts: a single change point by (robust)
+    maximum likelihood, the level before known.
+
+    ``shares`` :math:`x_0, \\dots, x_e` are a bucket's shares from the first build that may
+    start the change to the last build seen, ``variances`` :math:`\\sigma_t^2` their
+    variances (between-build plus sampling: :math:`\\hat\\tau^2 + m(1-m)/n_t`), ``before``
+    the level :math:`m` before the change. For each candidate start :math:`c` in
+    ``first..last``, the model is :math:`x_t = m` before :math:`c` and :math:`x_t = \\mu_c`
+    from :math:`c` on, :math:`\\hat\\mu_c` the median of :math:`x_c, \\dots, x_e`; the cost
+
+    .. math:: C(c) = \\sum_{t<c} \\rho_H\\Big(\\frac{x_t - m}{\\sigma_t}\\Big) +
+              \\sum_{t \\geq c} \\rho_H\\Big(\\frac{x_t - \\hat\\mu_c}{\\sigma_t}\\Big)
+
+    with Huber's :math:`\\rho_H(r) = r^2/2` for :math:`|r| \\leq h`, :math:`h|r| - h^2/2`
+    beyond (``huber``), is minimised: with :math:`\\rho_H` quadratic this is the maximum
+    likelihood estimate of a change point in the mean of independent normal observations
+    (Hinkley 1970), a least-squares fit of one step; the Huber loss keeps a one-build spike
+    a few builds before the change from pulling the start back onto it (Huber 1964; a build
+    just before the change that moved towards the new level is, to any fit, the change's
+    first build). A candidate must pass the start check of :func:`detect_count_changes`:
+    :math:`x_c` moved (from :math:`m`, in the direction of the move) at least half as much
+    as the mean of the later builds.
+
+    Parameters
+    ----------
+    shares, variances : array_like, shape (builds,)
+        NaN for a build without data (it adds nothing to the cost, and cannot be the start).
+    before : float
+        Level before the change.
+    first, last : int
+        Candidate starts (indices into ``shares``), ``0 <= first <= last < len(shares)``.
+    huber : float, default 1.345
+        Huber's threshold, in standard deviations.
+
+    Returns
+    -------
+    int
+        The start, or -1 when no candidate passes the start check.
+
+    References
+    ----------
+    Hinkley, D. V. (1970). Inference about the change-point in a sequence of random
+        variables. Biometrika 57(1), 1-17.
+    Huber, P. J. (1964). Robust estimation of a location parameter. Ann. Math. Statist.
+        35(1), 73-101.
+    """
+    x = np.asarray(shares, dtype=np.float64)
+    sd = np.sqrt(np.asarray(variances, dtype=np.float64))
+    if x.ndim != 1 or sd.shape != x.shape or not 0 <= first <= last < x.size:
+        raise ValueError("need 1-D shares and variances and 0 <= first <= last < len")
+    ok = ~np.isnan(x) & (sd > 0)
+
+    def rho(r: FloatArray) -> FloatArray:
+        a = np.abs(r)
+        return np.asarray(np.where(a <= huber, 0.5 * r * r, huber * a - 0.5 * huber**2),
+                          dtype=np.float64)
+
+    safe_sd = np.where(ok, sd, 1.0)
+    pre = np.concatenate(([0.0], np.cumsum(np.where(ok, rho((x - before) / safe_sd), 0.0))))
+    best, best_cost = -1, np.inf
+    for c in range(first, last + 1):
+        after = x[c:][ok[c:]]
+        if not ok[c] or after.size == 0:
+            continue
+        mu = float(np.median(after))
+        move = np.sign(mu - before) * (after - before)
+        if move.size > 1 and move[0] < 0.5 * float(np.mean(move[1:])):
+            continue  # the start check
+        r = np.where(ok[c:], (x[c:] - mu) / safe_sd[c:], 0.0)
+        cost = pre[c] + float(np.sum(np.where(ok[c:], rho(r), 0.0)))
+        if cost < best_cost:
+            best, best_cost = c, cost
+    return best
+
+
 def detect_count_changes(
     counts: npt.ArrayLike,
     *,
@@ -415,6 +565,7 @@ def detect_count_changes(
     consistency_alpha: float = 0.01,
     build_correlation: float = 0.5,
     max_future_builds: int | None = 8,
+    locate: bool = True,
 ) -> CountScan:
     """Proportion and client-volume changes of a build series, with the persistence rule.
 
@@ -476,22 +627,41 @@ def detect_count_changes(
        builds of the window (else the window straddles a change that starts later, which
        the next build's window reports at its own build).
 
-    **Evidence accumulated over later builds (looks).** A lasting move need not be found in
-    its first window: build :math:`i` is looked at with windows :math:`A_i^{(k)} = \\{i,
-    \\dots, i+k\\}` for :math:`k = K, K+1, \\dots, K_{max}` (``max_future_builds``), each
-    judged as above, and the change is reported **at build** :math:`i` with the smallest
-    :math:`k` that passes as its ``delay`` (the builds it took to confirm). The family of
-    looks is held to ``alpha`` by Bonferroni: half of it on the first look, the other half
-    shared equally by the :math:`K_{max} - K` longer ones (``_FIRST_LOOK_ALPHA``). The
-    longer looks (:math:`k > K`) differ in three ways, all for one-build spikes and for a
-    window that starts before the change: from :math:`k \\geq 4` the **two** most-moved
-    builds are left out (a 9-build window holds a spike in 24 % of cases at 3 % of builds;
-    with one left out the stable enumerated series' false flags doubled); one build may move
-    by less than half of ``min_effect`` (a dip inside a lasting move), the homogeneity test
-    is over the builds kept (:math:`k` minus the left-out degrees of freedom); and **every
-    prefix** :math:`i, \\dots, i+j-1` moved at least half as much as the rest of the window
-    (else a long window that begins one to four builds before the change reports it early:
-    9 % of the 2-point moves at 5,000 clients before this condition, 7 % after).
+    **Evidence accumulated over later builds (looks).** A lasting move need not be found in its
+    first window: build :math:`i` is looked at with windows :math:`A_i^{(k)} = \\{i, \\dots,
+    i+k\\}` for :math:`k = K, K+1, \\dots, K_{max}` (``max_future_builds``), each judged as
+    above, and the change is confirmed **at build** :math:`i` by the smallest :math:`k` that
+    passes (then reported at its located start, below, with the builds from there to
+    :math:`i + k` as its ``delay``). The family of looks is held to ``alpha`` by Bonferroni:
+    half of it on the first look (``_FIRST_LOOK_ALPHA``), a quarter on the longest
+    (``_LONGEST_LOOK_ALPHA``; with at most three looks, the other half shared equally), the
+    rest shared equally by the looks in between. The longer looks (:math:`k > K`) differ in
+    three ways, all for one-build spikes and for a window that starts before the change: from
+    :math:`k \\geq 4` the **two** most-moved builds are left out (a 9-build window holds a
+    spike in 24 % of cases at 3 % of builds; with one left out the stable enumerated series'
+    false flags doubled); one build may move by less than half of ``min_effect`` (a dip inside
+    a lasting move), the homogeneity test is over the builds kept (:math:`k` minus the
+    left-out degrees of freedom); and **every prefix** :math:`i, \\dots, i+j-1` moved at least
+    half as much as the rest of the window (else a long window that begins one to four builds
+    before the change reports it early: 9 % of the 2-point moves at 5,000 clients before this
+    condition, 7 % after).
+
+    **Where the change starts (``locate``).** The looks decide *that* a lasting change
+    happened; the first build :math:`i` whose looks pass need not be where it started (a
+    long window that begins at a build that happened to move passes one to a few builds
+    early; a change whose first builds fail the persistence conditions passes late). Once
+    build :math:`i` is confirmed by the window :math:`i, \\dots, e` (:math:`e = i + k`), the
+    start is located on the deciding bucket by :func:`locate_start`: a robust maximum-
+    likelihood single change point (Hinkley 1970, with Huber's loss) over the builds
+    :math:`c \\in [\\max(i - 8, r + N + 1),\\; e - K]` (:math:`r` the last report, so the
+    located change is still a fresh one; at least ``future_builds`` later builds confirm
+    it), the level before the baseline's :math:`m_b`, every build weighted by
+    :math:`1/(\\hat\\tau^2_b + m_b(1-m_b)/n_t)`, subject to the start check of condition 5.
+    The change is reported at the located build :math:`c` with the figures of the window
+    :math:`c, \\dots, e` against the baseline before :math:`c` (its ``delay`` is
+    :math:`e - c`: up to 16 later builds); the builds between :math:`i` and :math:`c` give
+    ``"change starts at a later build"`` or ``"change reported at an earlier build"``. The
+    decision is the looks' (same false flags); only where it is named moves.
 
     The reported interval is :math:`(\\bar p_b - m_b) \\pm 1.96\\,\\mathrm{se}_b`: it holds
     the between-build variance, so it is a statement about the probe's level, not about one
@@ -546,9 +716,13 @@ def detect_count_changes(
         Longest look: later builds over which a lasting move may accumulate evidence
         (``None``, or not above ``future_builds``: the single window of ``future_builds``
         later builds, the rule before issue 22 part 5). With 8 (and ``alpha`` 5e-4), a
-        2-point move of a boolean share at 5,000 clients a build is found 82 % of the time
-        (66 % with the single window at 1e-3), median delay 3 builds, with fewer false flags
+        2-point move of a boolean share at 5,000 clients a build is found at its start 84-85 %
+        of the time (66 % with the single window at 1e-3; 82 % before the located start and
+        ``_LONGEST_LOOK_ALPHA``), median delay 3 builds, with fewer false flags
         (docs/statistics.md, 2.6c).
+    locate : bool, default True
+        Name the located start of a confirmed change (:func:`locate_start`) rather than the
+        first build whose looks passed.
 
     Returns
     -------
@@ -587,11 +761,16 @@ def detect_count_changes(
     # A probe's own future_builds above it: one look, as before.
     K_max = K if max_future_builds is None else max(K, max_future_builds)
     looks = range(K, K_max + 1)
-    # Bonferroni over the looks: half of alpha for the first, the other half shared.
+    # Bonferroni over the looks: half of alpha for the first, a quarter for the longest, the
+    # rest shared by the looks in between (with two or three looks: the other half shared).
     alpha_looks = {k: alpha for k in looks}
     if len(looks) > 1:
         alpha_looks = {k: alpha * (_FIRST_LOOK_ALPHA if k == K else
                                    (1 - _FIRST_LOOK_ALPHA) / (len(looks) - 1)) for k in looks}
+    if len(looks) > 3:
+        middle = (1 - _FIRST_LOOK_ALPHA - _LONGEST_LOOK_ALPHA) / (len(looks) - 2)
+        alpha_looks = {k: alpha * (_FIRST_LOOK_ALPHA if k == K else _LONGEST_LOOK_ALPHA
+                                   if k == K_max else middle) for k in looks}
     look_tables = {k: _LookTable.make(k, K, rho, consistency_alpha) for k in looks}
     nu_factor = (1 - rho**2) / (1 + rho**2)
     run_table = np.array([1.0] + [_run_factor(k, rho) for k in range(1, L + 1)])
@@ -613,30 +792,11 @@ def detect_count_changes(
         volume_ratio=volume_ratio, volume_k=volume_k,
     )
     rows = np.arange(S)
+    moved_to: list[tuple[int, int, int, int, int, int]] = []
 
     for i in range(T):
-        lo = max(0, i - L)
-        idx = np.arange(lo, i)
-        Pw, Iw = p[:, lo:i], inv_n[:, lo:i]  # (S, W, B), (S, W)
-        present = ~np.isnan(Iw)
-        current = present & (idx[None, :] >= seg_start[:, None])
-        older = present & ~current
-        m, ss, cnt, inv_r, _ = _trimmed(Pw, Iw, current, 3.0)
-        if older.any():  # a change reported inside the noise window: the older level
-            m_o, ss_o, cnt_o, inv_o, _ = _trimmed(Pw, Iw, older, 3.0)
-        else:
-            m_o, ss_o, cnt_o, inv_o = np.full_like(m, np.nan), 0 * ss, 0 * cnt, 0 * inv_r
-        with np.errstate(invalid="ignore", divide="ignore"):
-            levels = (cnt > 0).astype(np.float64) + (cnt_o > 0)
-            tot = cnt + cnt_o
-            s2 = (ss + ss_o) / np.maximum(tot - levels, 1) / _TRIM3_VAR
-            mm = m * (1.0 - m)
-            mm_o = np.where(cnt_o > 0, m_o * (1.0 - m_o), 0.0)
-            v_noise = (mm * inv_r * cnt + mm_o * inv_o * cnt_o) / np.maximum(tot, 1)
-            tau2 = np.maximum(0.0, s2 - v_noise)
-            tau2 = np.where(np.isnan(tau2), 0.0, tau2)
-        R = np.maximum(cnt, 1)
-        g_R = run_table[R.astype(np.int64)]
+        base = _baseline(p, inv_n, i, L, seg_start, run_table)
+        m, mm, tau2, inv_r, R, g_R, tot, cnt, present = base
 
         # Looks k = K, ..., K_max: the window {i, ..., i + k} without its most-moved
         # build; the first look that passes confirms the change at build i.
@@ -686,6 +846,7 @@ def detect_count_changes(
         proportion[i] = prop_i & fresh
         volume[i] = vol_i & fresh
         changed[i] = report
+        seg_before, last_before = seg_start.copy(), last_report.copy()
         last_report = np.where(report, i, last_report)
         seg_start = np.where(proportion[i], i, seg_start)
         code[i] = code_i
@@ -700,6 +861,44 @@ def detect_count_changes(
         fields["after"][i] = at(pbar)
         fields["se"][i] = at(se)
         fields["diff"][i] = at(diff)
+
+        if locate:
+            for r in map(int, np.nonzero(proportion[i])[0]):
+                e = min(T - 1, i + int(delay[i, r]))
+                first = max(0, i - _LOCATE_BACK, int(last_before[r]) + N + 1)
+                b = int(best[r])
+                with np.errstate(invalid="ignore"):
+                    var = tau2[r, b] + mm[r, b] * inv_n[r, first : e + 1]
+                at_c = locate_start(p[r, first : e + 1, b], var, float(m[r, b]),
+                                    first=0, last=e - K - first)
+                if at_c < 0 or first + at_c == i:
+                    continue
+                start = first + at_c
+                moved_to.append((r, i, start, e, b, int(seg_before[r])))
+                last_report[r] = seg_start[r] = start
+
+    # The located starts, with the figures of their own window start..e (baseline before it).
+    for r, i, start, e, b, seg in moved_to:
+        k = e - start
+        if k not in look_tables:
+            look_tables[k] = _LookTable.make(k, K, rho, consistency_alpha)
+        one = slice(r, r + 1)
+        bl = _baseline(p[one], inv_n[one], start, L, np.array([seg]), run_table)
+        lk = _look(p[one], inv_n[one], start, k, bl.m, bl.mm, bl.tau2, bl.inv_r,
+                   bl.past_count, bl.past_factor, bl.tot, look_tables[k], nu_factor,
+                   alpha_looks[int(delay[i, r])], min_effect, consistency_alpha)
+        for name, val in (("z", lk["z"]), ("z_crit", lk["crit"]), ("before", bl.m),
+                          ("after", lk["pbar"]), ("se", lk["se"]), ("diff", lk["diff"])):
+            fields[name][start, r] = val[0, b]
+        best_all[start, r] = b
+        proportion[i, r] = changed[i, r] = False
+        proportion[start, r] = changed[start, r] = True
+        delay[start, r] = k
+        if start > i:
+            code[i:start, r] = _REASONS.index(REASON_LATER_START)
+        else:
+            code[start + 1 : i + 1, r] = _REASONS.index(REASON_REPORTED)
+        code[start, r] = _REASONS.index(REASON_CHANGE)
 
     kind = np.where(proportion, "proportion", np.where(volume, "volume", ""))
     d_b, se_b = fields["diff"], fields["se"]

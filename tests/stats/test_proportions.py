@@ -6,8 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from deviations.stats import proportions
 from deviations.stats.histograms import detect_changes_adaptive
-from deviations.stats.proportions import between_build_variance, detect_count_changes
+from deviations.stats.proportions import (
+    between_build_variance,
+    detect_count_changes,
+    locate_start,
+)
 from tests.simulations import histogram_counts as sim
 
 BOOLEAN = np.array([0.8, 0.2])
@@ -37,12 +42,99 @@ def test_two_point_move_with_5000_clients_accumulates_evidence_over_later_builds
     assert 2 <= median_delay <= 4
     delays = scan.delay[scan.changed & (scan.kind == "proportion")]
     assert delays.min() >= 2
-    assert delays.max() <= 8
+    assert delays.max() <= 16  # a located start up to 8 builds before the looks' build
     assert (delays > 2).any()
     assert np.all(scan.delay[~scan.changed] == -1)
     change = next(c for c in scan.changes() if c.build == sim.CHANGE_AT)
     assert 2 <= change.delay <= 8
     assert abs(change.after - change.before - 0.02) < 0.01
+
+
+
+def _planted(seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return sim.simulate(rng, BOOLEAN, 5_000, sim.RHO_BOOLEAN, series=1, move=0.02)[0]
+
+
+def test_a_move_confirmed_late_is_reported_at_the_build_where_it_starts():
+    counts = _planted(147)  # seeded: its first builds fail the looks' persistence conditions
+    (late,) = detect_count_changes(counts, locate=False).changes()
+    assert late.build == sim.CHANGE_AT + 4  # four builds late: not found by the measure
+    (change,) = detect_count_changes(counts).changes()
+    assert change.build == sim.CHANGE_AT
+    # The same window confirms it (builds 40..47), now counted from its start.
+    assert change.build + change.delay == late.build + late.delay
+    assert change.after - change.before == pytest.approx(0.02, abs=0.006)
+    scan = detect_count_changes(counts)
+    assert set(scan.reason[sim.CHANGE_AT + 1 : late.build + 1]) == {
+        "change reported at an earlier build"}
+
+
+def test_a_move_confirmed_one_build_early_is_reported_at_the_build_where_it_starts():
+    counts = _planted(262)  # seeded: a long window from build 39 passes
+    (early,) = detect_count_changes(counts, locate=False).changes()
+    assert early.build == sim.CHANGE_AT - 1
+    scan = detect_count_changes(counts)
+    (change,) = scan.changes()
+    assert change.build == sim.CHANGE_AT
+    assert change.build + change.delay == early.build + early.delay
+    assert scan.reason[sim.CHANGE_AT - 1] == "change starts at a later build"
+
+
+def test_locating_the_start_keeps_the_false_flags_and_finds_more_moves_at_their_start():
+    rng = np.random.default_rng(12)
+    counts = sim.simulate(rng, BOOLEAN, 5_000, sim.RHO_BOOLEAN, series=200, move=0.02)
+    located, first = detect_count_changes(counts), detect_count_changes(counts, locate=False)
+    # Relocation moves a report, never adds or removes one.
+    assert np.array_equal(located.changed.sum(axis=1), first.changed.sum(axis=1))
+    early, found, late, never = sim.placement_counts(located)
+    early0, found0, late0, never0 = sim.placement_counts(first)
+    assert never == never0
+    assert late <= late0 - 0.015  # 6 of 200 reported 3+ builds late without it, 2 with it
+    assert found >= found0
+    assert early <= early0 + 0.03  # a build that moved just before the change: any fit's start
+
+
+
+def test_a_quarter_of_alpha_on_the_longest_look_finds_more_moves_at_their_start(monkeypatch):
+    rng = np.random.default_rng(14)
+    counts = sim.simulate(rng, BOOLEAN, 5_000, sim.RHO_BOOLEAN, series=300, move=0.02)
+    found, within_3, median_delay = sim.delay_summary(detect_count_changes(counts))
+    # 81 % before the located start and this split, 86 % with both (the table: 82 -> 84-85 %).
+    assert found >= 0.84
+    monkeypatch.setattr(proportions, "_LONGEST_LOOK_ALPHA", 1 / 12)  # the equal split
+    equal = sim.delay_summary(detect_count_changes(counts))
+    assert found >= equal[0] + 0.02
+    assert within_3 == equal[1]  # the first look keeps its half of alpha
+    assert median_delay <= 3
+
+
+def test_locate_start_is_the_step_that_fits_best():
+    x = np.array([0.20, 0.20, 0.20, 0.22, 0.22, 0.22, 0.22])
+    var = np.full(7, 0.0065**2)
+    assert locate_start(x, var, 0.20, first=0, last=5) == 3
+    assert locate_start(x, var, 0.20, first=4, last=5) == 4  # the candidates given
+    # A build without data neither costs nor starts.
+    x_nan = x.copy()
+    x_nan[3] = np.nan
+    assert locate_start(x_nan, var, 0.20, first=0, last=5) == 4
+
+
+def test_locate_start_is_not_pulled_onto_a_spike_before_the_change():
+    # +5 points for one build, two builds before a 2-point move (sd 0.65 points a build):
+    # least squares moves the start onto the spike, Huber's loss keeps it at the change.
+    x = np.array([0.20, 0.25, 0.20, 0.20, 0.22, 0.22, 0.22, 0.22, 0.22])
+    var = np.full(x.size, 0.0065**2)
+    assert locate_start(x, var, 0.20, first=0, last=6) == 4
+    assert locate_start(x, var, 0.20, first=0, last=6, huber=1e9) == 1
+
+
+def test_locate_start_needs_a_start_that_moved():
+    x = np.array([0.20, 0.20, 0.201, 0.22, 0.22])  # the only candidates did not move
+    var = np.full(5, 0.0065**2)
+    assert locate_start(x, var, 0.20, first=1, last=2) == -1
+    with pytest.raises(ValueError, match="first <= last"):
+        locate_start(x, var, 0.20, first=3, last=2)
 
 
 def test_stable_series_at_5000_clients_stay_quiet_over_60_judged_builds():
