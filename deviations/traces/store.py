@@ -33,6 +33,8 @@ from django.db.models.functions import Greatest, Least, Substr
 
 from deviations.core.db import lz4_toast
 from deviations.stats.releases import (
+    IMPROVEMENT,
+    REGRESSION,
     RULE_NAMES,
     digressions,
     get_rule,
@@ -79,8 +81,16 @@ _FILL = {"paper_verdict": -1, "shift_verdict": -1, "n": 0, "shift_reach_before":
 #: functions reads a few small blocks, and an analysis in chunks of functions writes its own.
 #: Readers assemble any split (``_assemble``); writers split by it (issue 24).
 BLOCK_ROWS = 1024
+#: Per block, per rule, the cells of the pair ending at its release whose stored verdict is
+#: a regression or an improvement (``AnalysisBlock.paper_deviations``,
+#: ``shift_deviations``): the row in the block, the verdict, and the rule's ``diff`` and
+#: ``before`` (what the minimum practical change and ``relative`` are computed from, exactly
+#: as ``view`` does). The matrix ranks and filters a window's functions by these alone
+#: (``read_deviations``): every other cell has no deviation whatever the practical change.
+DEVIATION = np.dtype([("row", "<i4"), ("verdict", "i1"), ("diff", "<f8"), ("before", "<f8")])
+DEVIATION_FIELDS = ("paper_deviations", "shift_deviations")
 _BLOCK_COLUMNS = ("series_id", "release_id", "metric", "estimator", "row_start", "rows",
-                  "stage", *BLOCK_FIELDS)
+                  "stage", *BLOCK_FIELDS, *DEVIATION_FIELDS)
 _SUMMARY_COLUMNS = ("series_id", "generation", "release_ids", "function_ids", "run_ids",
                     "run_counts", "params", "snapshot_at")
 
@@ -276,7 +286,39 @@ def _blocks(
                         else:
                             values = array[start - first : stop - first, c - offset]
                             row.append(np.ascontiguousarray(values, DTYPES[field]).tobytes())
+                    row += _deviation_entries(state, estimator, c, slice(start - first,
+                                                                         stop - first))
                     yield row
+
+
+def deviation_entries(verdict: np.ndarray, diff: np.ndarray, before: np.ndarray) -> bytes:
+    """The :data:`DEVIATION` records of one block's pair: the rows (of the block) whose
+    stored ``verdict`` is a regression or an improvement, with their ``diff`` and
+    ``before``."""
+    rows = np.flatnonzero((verdict == REGRESSION) | (verdict == IMPROVEMENT))
+    out = np.empty(len(rows), dtype=DEVIATION)
+    out["row"], out["verdict"] = rows, verdict[rows]
+    out["diff"], out["before"] = diff[rows], before[rows]
+    return out.tobytes()
+
+
+def _deviation_entries(state: MetricArrays, estimator: str, c: int, rows: slice) -> list[bytes]:
+    """The ``paper_deviations`` and ``shift_deviations`` of column ``c``'s block of
+    ``rows`` (of the arrays): what ``view`` makes the paper rule's and the shift rule's
+    verdict, diff and before of (the paper rule's ``before`` is the previous release's
+    estimate; the shift rule's in the median blocks only)."""
+    if c == 0:
+        return [b"", b""]
+    p = c - 1
+    paper = deviation_entries(state.pair[estimator]["paper_verdict"][rows, p],
+                              state.pair[estimator]["diff"][rows, p],
+                              state.release[estimator]["estimate"][rows, p])
+    if estimator != ESTIMATORS[0]:
+        return [paper, b""]
+    shift = deviation_entries(state.shift["shift_verdict"][rows, p],
+                              state.shift["shift_diff"][rows, p],
+                              state.shift["shift_before"][rows, p])
+    return [paper, shift]
 
 
 def _lock_and_check(series: Series, snapshot: datetime, base: int | None) -> None:
@@ -771,13 +813,14 @@ def _shift_key(fields: Mapping[str, np.ndarray], key: str, shape: tuple[int, int
     raise KeyError(key)
 
 
-#: Blocks and bytes the page reads fetched since the last :func:`reset_reads` (a test
-#: hook: tests assert that a page reads only what it shows).
-READS = {"blocks": 0, "bytes": 0}
+#: Blocks and bytes the page reads fetched since the last :func:`reset_reads`, and the
+#: blocks and bytes of deviation records (``read_deviations``; a test hook: tests assert
+#: that a page reads only what it shows).
+READS = {"blocks": 0, "bytes": 0, "records": 0, "record_bytes": 0}
 
 
 def reset_reads() -> None:
-    READS.update(blocks=0, bytes=0)
+    READS.update(blocks=0, bytes=0, records=0, record_bytes=0)
 
 
 #: Rows read by cutting them out of each block in the database (``substring``) instead of
@@ -875,6 +918,79 @@ def _assemble_part(
     if not np.all(covered == len(rows)):
         return None
     return out
+
+
+@dataclass(frozen=True)
+class Deviations:
+    """The cells of a window whose stored verdict is a deviation (``read_deviations``).
+
+    ``function_ids``: every row of the analysis, sorted; per cell: ``rows`` (into
+    ``function_ids``), ``pairs`` (the window's pair: 0 ends at its second release),
+    ``verdict`` (before the minimum practical change), ``diff`` and ``before`` (the rule's:
+    ``view``'s ``diff`` and ``before``).
+    """
+
+    function_ids: np.ndarray
+    rows: np.ndarray
+    pairs: np.ndarray
+    verdict: np.ndarray
+    diff: np.ndarray
+    before: np.ndarray
+
+
+def read_deviations(series: Series, metric: str, estimator: str, rule: str,
+                    columns: slice) -> Deviations | None:
+    """The cells of the releases ``columns`` (a slice of the series' releases) whose stored
+    verdict of one (metric, estimator, rule) is a regression or an improvement, from the
+    blocks' :data:`DEVIATION` records: the window's pairs, every function, a few bytes a
+    deviation. None before any analysis, or when a block of the window has no records
+    (stored before migration 0035): the caller reads the window's cells then."""
+    field = DEVIATION_FIELDS[0] if rule == "paper" else DEVIATION_FIELDS[1]
+    source = estimator if rule == "paper" else ESTIMATORS[0]
+
+    def read() -> Deviations | bool | None:
+        head = binary_values(SeriesAnalysis.objects.filter(series_id=series.pk),
+                             ("release_ids", "function_ids"))
+        if not head:
+            return None
+        all_ids, function_ids = _ints(head[0][0]), _ints(head[0][1])
+        start, stop, _ = columns.indices(len(all_ids))
+        pair_ids = all_ids[start + 1 : max(start + 1, stop)]
+        found = binary_values(
+            AnalysisBlock.objects.filter(series_id=series.pk, metric=metric,
+                                         estimator=source, stage=0,
+                                         release_id__in=[int(r) for r in pair_ids]),
+            ("release_id", "row_start", "rows", field))
+        READS["records"] += len(found)
+        READS["record_bytes"] += sum(len(row[3]) for row in found if row[3] is not None)
+        pair = {int(rid): k for k, rid in enumerate(pair_ids)}
+        covered = np.zeros(len(pair_ids), dtype=np.int64)
+        parts, pairs = [], []
+        for release_id, row_start, n_rows, data in found:
+            if data is None:
+                return False  # no records: stored before migration 0035
+            k = pair[int(release_id)]
+            covered[k] += n_rows
+            got = np.frombuffer(bytes(data), dtype=DEVIATION)
+            parts.append((got, row_start))
+            pairs.append(np.full(len(got), k, dtype=np.int64))
+        if not np.all(covered == len(function_ids)):
+            return None  # blocks rewritten while they were read
+        cells = (np.concatenate([g for g, _ in parts]) if parts
+                 else np.empty(0, dtype=DEVIATION))
+        rows = (np.concatenate([g["row"].astype(np.int64) + s for g, s in parts]) if parts
+                else np.empty(0, dtype=np.int64))
+        order = np.argsort(function_ids, kind="stable")
+        position = np.empty(len(order), dtype=np.int64)
+        position[order] = np.arange(len(order))
+        return Deviations(
+            function_ids=function_ids[order], rows=position[rows],
+            pairs=np.concatenate(pairs) if pairs else np.empty(0, dtype=np.int64),
+            verdict=cells["verdict"].astype(np.int8), diff=cells["diff"].astype(np.float64),
+            before=cells["before"].astype(np.float64))
+
+    got = _read_consistent(series.pk, read)
+    return got if isinstance(got, Deviations) else None
 
 
 _Read = tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, dict[str, np.ndarray]]
