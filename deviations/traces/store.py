@@ -899,24 +899,43 @@ def _assemble_part(
     where[rows] = np.arange(len(rows))
     out = _filled(len(rows), R, fields)
     covered = np.zeros(R, dtype=np.int64)
-    for release_id, row_start, n_rows, *values in found:
+    # Per block: its column, its values' length, and which of them go to which output
+    # row: the same for every field, so each field is gathered from all its blocks at once
+    # (a loop over blocks × fields cost ~50 ms for 100 rows of 600 blocks).
+    blocks = []
+    for release_id, row_start, n_rows, *_ in found:
         c = column.get(int(release_id))
         if c is None or row_start + n_rows > F:
             return None
         lo, hi = row_start, row_start + n_rows
         if span is not None:
             lo, hi = max(lo, span[0]), min(hi, span[1])
-        targets = where[lo:hi]
-        hit = targets >= 0
-        covered[c] += int(hit.sum())
-        for field, data in zip(fields, values, strict=True):
-            offset = per_pair(field)
-            if offset and c == 0:
-                continue  # (SQLite cuts its empty value to NULL)
-            array = np.frombuffer(bytes(data), dtype=DTYPES[field])
-            out[field][targets[hit], c - offset] = array[hit]
+        hit = np.flatnonzero(where[lo:hi] >= 0)
+        covered[c] += len(hit)
+        blocks.append((c, hi - lo, hit, where[lo:hi][hit]))
     if not np.all(covered == len(rows)):
         return None
+    for offset in (0, 1):
+        # Per-pair fields skip the first column (its pair begins before these columns;
+        # SQLite cuts its empty value to NULL).
+        kept = [k for k, b in enumerate(blocks) if not (offset and b[0] == 0)]
+        names = [(i, f) for i, f in enumerate(fields) if per_pair(f) == offset]
+        if not kept or not names:
+            continue
+        lengths = np.array([blocks[k][1] for k in kept], dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        source = np.concatenate([blocks[k][2] + start for k, start in zip(kept, starts,
+                                                                         strict=True)])
+        target_rows = np.concatenate([blocks[k][3] for k in kept])
+        target_cols = np.repeat([blocks[k][0] - offset for k in kept],
+                                [len(blocks[k][2]) for k in kept])
+        for i, field in names:
+            dtype = DTYPES[field]
+            data = [bytes(found[k][3 + i]) for k in kept]
+            if any(len(d) != n * dtype.itemsize for d, n in zip(data, lengths, strict=True)):
+                return None
+            values = np.frombuffer(b"".join(data), dtype=dtype)
+            out[field][target_rows, target_cols] = values[source]
     return out
 
 
