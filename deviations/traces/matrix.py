@@ -302,13 +302,11 @@ def _record_ranks(found: Deviations) -> tuple[np.ndarray, np.ndarray]:
     return counts, largest
 
 
-def _ranked(series: Series, query: MatrixQuery, window: Window) -> _Ranked | None:
+def _ranked(series: Series, query: MatrixQuery, window: Window, generation: int
+            ) -> _Ranked | None:
     """The window's ranking from the deviation records, kept per (generation, view,
     window); None before any analysis or without records (blocks stored before migration
     0035)."""
-    generation = selectors.analysis_generation(series)
-    if generation is None:
-        return None
 
     def make() -> tuple[_Ranked, int] | None:
         found = selectors.window_deviations(series, query.metric, query.estimator,
@@ -367,7 +365,10 @@ def matrix_slice(series: Series, query: MatrixQuery, *, records: bool = True
     window = release_window(series, query)
     if window is None:
         return None
-    ranked = _ranked(series, query, window) if records else None
+    generation = selectors.analysis_generation(series)
+    if generation is None:
+        return None
+    ranked = _ranked(series, query, window, generation) if records else None
     if ranked is None:
         return _slice_of_window(series, query, window)
     ids = ranked.function_ids
@@ -377,15 +378,35 @@ def matrix_slice(series: Series, query: MatrixQuery, *, records: bool = True
     page = min(query.page, pages)
     shown = rows[(page - 1) * query.per : page * query.per]
     shown_ids = ids[shown]
-    found = selectors.stored_analysis(series, query.metric, query.estimator, query.rule,
-                                      keys=PER_RELEASE + PER_PAIR, columns=window.columns,
-                                      function_ids=shown_ids.tolist(), kept=True)
-    if found is None or not np.array_equal(np.sort(shown_ids), found["function_ids"]):
+    kept = _shown_rows(series, query, window, generation, shown_ids)
+    if kept is None:
         return _slice_of_window(series, query, window)  # a new analysis in between
+    found, names = kept
     at = np.searchsorted(found["function_ids"], shown_ids)
-    names = selectors.function_names(series, shown_ids.tolist())
-    return _sliced(query, window, found, at, shown_ids, [names[i] for i in shown_ids.tolist()],
-                   len(rows), pages, page, ranked.largest[shown])
+    return _sliced(query, window, found, at, shown_ids, names, len(rows), pages, page,
+                   ranked.largest[shown])
+
+
+def _shown_rows(series: Series, query: MatrixQuery, window: Window, generation: int,
+                shown_ids: np.ndarray) -> tuple[dict[str, np.ndarray], list[str]] | None:
+    """The window's cells and names of the rows ``shown_ids`` (in that order; the arrays'
+    rows sorted by id), kept per (generation, view, window, rows); None when the stored
+    analysis is not generation ``generation`` any more."""
+    ids = shown_ids.tolist()
+
+    def make() -> tuple[tuple[dict[str, np.ndarray], list[str]], int] | None:
+        found = selectors.stored_analysis(series, query.metric, query.estimator, query.rule,
+                                          keys=PER_RELEASE + PER_PAIR,
+                                          columns=window.columns, function_ids=ids)
+        if found is None or not np.array_equal(np.sort(shown_ids), found["function_ids"]):
+            return None
+        names_by_id = selectors.function_names(series, ids)
+        names = [names_by_id[i] for i in ids]
+        found, size = memo.frozen(found)
+        return (found, names), size + sum(len(n) + 60 for n in names)
+
+    return memo.remembered(("matrix-rows", series.pk, generation, *_view_key(series, query),
+                            window.columns, tuple(ids)), make)
 
 
 def _slice_of_window(series: Series, query: MatrixQuery, window: Window) -> MatrixSlice | None:

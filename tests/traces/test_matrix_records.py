@@ -40,7 +40,10 @@ def assert_same_pages(series: Series) -> int:
             query = MatrixQuery.for_series({**params, "rule": rule}, series)
             window = release_window(series, query)
             assert window is not None
-            assert matrix._ranked(series, query, window) is not None  # records were read
+            generation = store.generation(series.pk)
+            assert generation is not None
+            # The records were read (no fallback to the window's cells).
+            assert matrix._ranked(series, query, window, generation) is not None
             got = matrix_slice(series, query)
             expected = matrix_slice(series, query, records=False)
             assert got is not None
@@ -125,10 +128,14 @@ def test_blocks_without_records_are_ranked_from_their_cells(settings: Any) -> No
                                                                 shift_deviations=None)
     window = release_window(data.series, query)
     assert window is not None
-    assert matrix._ranked(data.series, query, window) is None
+    generation = store.generation(data.series.pk)
+    assert generation is not None
+    assert matrix._ranked(data.series, query, window, generation) is None
     got = matrix_slice(data.series, query)
     assert got is not None
     assert expected is not None
     assert_same_slice(got, expected, {})
     analysis.analyse_series(data.series.pk, force=True)
-    assert matrix._ranked(data.series, query, window) is not None
+    generation = store.generation(data.series.pk)
+    assert generation is not None
+    assert matrix._ranked(data.series, query, window, generation) is not None
