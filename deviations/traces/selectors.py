@@ -21,7 +21,6 @@ from deviations.stats.releases import (
     NO_VERDICT,
     REGRESSION,
     digressions,
-    get_rule,
     level_digressions,
     oriented,
     practical_verdicts,
@@ -41,6 +40,7 @@ from deviations.traces.store import (
     PER_RELEASE_KEYS,
     Deviations,
     binary_values,
+    finality,
     generation,
     read_analysis,
     read_deviations,
@@ -425,10 +425,8 @@ def final_since(series: Series, rule: str, run_counts: np.ndarray, versions: lis
                 ) -> tuple[list[str | None], list[int]]:
     """Per boundary: the release whose arrival made its verdict final (None while it is
     provisional), and how many more releases like the newest it waits for (0 when final)."""
-    the_rule = get_rule(rule)
-    final_at = the_rule.final_at(run_counts)
-    return ([versions[int(c)] if c >= 0 else None for c in final_at],
-            the_rule.releases_to_final(run_counts).tolist())
+    final_at, to_final = finality(rule, run_counts)
+    return ([versions[int(c)] if c >= 0 else None for c in final_at], to_final.tolist())
 
 
 def analysis_generation(series: Series) -> int | None:
