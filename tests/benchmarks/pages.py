@@ -199,6 +199,7 @@ class StoredFiller:
         self.steps = sorted(steps)
 
     def fill(self, runtimes_releases: int) -> None:
+        from django.db import connection
         from django.utils import timezone
 
         from deviations.core import versions as version_keys
@@ -252,6 +253,11 @@ class StoredFiller:
             np.full(self.R, self.runs, dtype="<i8").tobytes(),
             analysis.PARAMS.astype("<f8").tobytes(), timezone.now(),
         ]])
+        # Planner statistics, as autovacuum gathers them in a running deployment: freshly
+        # filled, the blocks' table had none, and PostgreSQL filtered a window's releases
+        # out of every block of the series (29 ms instead of 3 ms for 580 blocks).
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
 
     def _column(self, level: np.ndarray, c: int, previous: dict[str, np.ndarray] | None
                 ) -> dict[str, np.ndarray]:
