@@ -322,10 +322,9 @@ def _ranked(series: Series, query: MatrixQuery, window: Window, generation: int
                             window.columns), make)
 
 
-def _folded_names(series: Series, function_ids: np.ndarray) -> list[str]:
-    """Casefolded names of ``function_ids`` (every row of the analysis), kept per
-    generation: only a search or the sort by name reads every name."""
-    generation = selectors.analysis_generation(series)
+def _folded_names(series: Series, generation: int, function_ids: np.ndarray) -> list[str]:
+    """Casefolded names of ``function_ids`` (every row of analysis ``generation``), kept
+    per generation: only a search or the sort by name reads every name."""
 
     def make() -> tuple[list[str], int]:
         names = selectors.function_names(series)
@@ -372,7 +371,8 @@ def matrix_slice(series: Series, query: MatrixQuery, *, records: bool = True
     if ranked is None:
         return _slice_of_window(series, query, window)
     ids = ranked.function_ids
-    folded = (_folded_names(series, ids) if query.q or query.sort == "name" else None)
+    folded = (_folded_names(series, generation, ids) if query.q or query.sort == "name"
+              else None)
     rows = _order(query, ranked.counts, ranked.largest, folded)
     pages = max(1, -(-len(rows) // query.per))
     page = min(query.page, pages)
