@@ -792,9 +792,12 @@ def run_chunk(job: Job, lo: int, hi: int) -> None:
     old = None
     only = np.zeros(len(columns.release_ids), dtype=np.bool_)
     only[list(job.whole)] = True
+    # The column before each rewritten one too: its estimate is the paper rule's ``before``
+    # of the deviations a block records (``store.deviation_entries``).
+    only[[c - 1 for c in job.whole if c > 0]] = True
     with _small_pages():
         if base and job.base is not None:
-            wanted = [int(p.old_col[c]) for c in job.whole if p.old_col[c] >= 0]
+            wanted = [int(p.old_col[c]) for c in np.flatnonzero(only) if p.old_col[c] >= 0]
             old = store.read_rows(job.series_id, job.base, job.stored_release_ids,
                                   slice(lo, lo + base), wanted)
         loaded = load_columns(columns, p.loaded, np.sort(function_ids), len(job.function_ids))

@@ -28,6 +28,7 @@ from deviations.stats.releases.rules import (
 )
 from deviations.traces import selectors
 from deviations.traces.models import Release, Series
+from deviations.traces.store import Deviations
 
 CHOICES = {
     "metric": ("self", "total"),
@@ -234,6 +235,14 @@ class _Assembled:
     ranks: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]
 
 
+def _view_key(series: Series, query: MatrixQuery) -> tuple[Any, ...]:
+    """What a kept entry of the matrix depends on besides the generation and the window:
+    the view, and the series' minimum practical change (the verdicts are read through it:
+    ``selectors.stored_analysis``; a change of it is a new key, like a new analysis)."""
+    return (query.metric, query.estimator, query.rule, series.min_relative_change,
+            series.min_absolute_change_us, selectors.metric_settings_key(series))
+
+
 def _assembled(series: Series, query: MatrixQuery, window: Window) -> _Assembled | None:
     generation = selectors.analysis_generation(series)
     if generation is None:
@@ -253,11 +262,7 @@ def _assembled(series: Series, query: MatrixQuery, window: Window) -> _Assembled
         assembled = _Assembled(found, names, [n.casefold() for n in names], {})
         return assembled, size
 
-    # The verdicts are read through the series' minimum practical change
-    # (selectors.stored_analysis): a change of it is a new key, like a new analysis.
-    thresholds = (series.min_relative_change, series.min_absolute_change_us,
-                  selectors.metric_settings_key(series))
-    return memo.remembered(("matrix", series.pk, generation, *view, *thresholds,
+    return memo.remembered(("matrix", series.pk, generation, *_view_key(series, query),
                             window.columns), make)
 
 
@@ -272,58 +277,179 @@ def _ranks(found: dict[str, np.ndarray], start: int, stop: int) -> tuple[np.ndar
     return deviation.sum(axis=1), relative.max(axis=1, initial=0.0)
 
 
-def matrix_slice(series: Series, query: MatrixQuery) -> MatrixSlice | None:
+@dataclass(frozen=True)
+class _Ranked:
+    """A window's ranking from the deviation records alone (``_ranks`` without reading
+    the window's cells): per function (ids sorted), its deviations in the window and the
+    largest |relative| change of one."""
+
+    function_ids: np.ndarray
+    counts: np.ndarray
+    largest: np.ndarray
+
+
+def _record_ranks(found: Deviations) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_ranks` from the window's deviations (``selectors.window_deviations``): the
+    other cells count 0 and add nothing to the largest change. ``relative`` is
+    ``diff / |before|`` (``store.view``), the same floating-point value."""
+    F = len(found.function_ids)  # noqa: N806
+    with np.errstate(invalid="ignore", divide="ignore"):
+        relative = np.abs(found.diff / np.abs(found.before))
+    relative = np.where(np.isfinite(relative), relative, 0.0)
+    counts = np.bincount(found.rows, minlength=F)
+    largest = np.zeros(F)
+    np.maximum.at(largest, found.rows, relative)
+    return counts, largest
+
+
+def _ranked(series: Series, query: MatrixQuery, window: Window, generation: int
+            ) -> _Ranked | None:
+    """The window's ranking from the deviation records, kept per (generation, view,
+    window); None before any analysis or without records (blocks stored before migration
+    0035)."""
+
+    def make() -> tuple[_Ranked, int] | None:
+        found = selectors.window_deviations(series, query.metric, query.estimator,
+                                            query.rule, window.columns)
+        if found is None:
+            return None
+        counts, largest = _record_ranks(found)
+        arrays, size = memo.frozen({"function_ids": found.function_ids.copy(),
+                                    "counts": counts, "largest": largest})
+        return _Ranked(**arrays), size
+
+    return memo.remembered(("matrix-ranks", series.pk, generation, *_view_key(series, query),
+                            window.columns), make)
+
+
+def _folded_names(series: Series, generation: int, function_ids: np.ndarray) -> list[str]:
+    """Casefolded names of ``function_ids`` (every row of analysis ``generation``), kept
+    per generation: only a search or the sort by name reads every name."""
+
+    def make() -> tuple[list[str], int]:
+        names = selectors.function_names(series)
+        folded = [names[i].casefold() for i in function_ids.tolist()]
+        return folded, sum(len(n) + 60 for n in folded)
+
+    return memo.remembered(("matrix-names", series.pk, generation), make) or []
+
+
+def _order(query: MatrixQuery, counts: np.ndarray, largest: np.ndarray,
+           folded: list[str] | None) -> np.ndarray:
+    """The rows the filters keep, in the order of the sort (``folded``: every row's
+    casefolded name, needed by a search and the sort by name)."""
+    keep = np.ones(len(counts), dtype=bool)
+    if query.q and folded is not None:
+        needle = query.q.casefold()
+        keep &= np.array([needle in n for n in folded], dtype=bool)
+    if query.only:
+        keep &= counts > 0
+    rows = np.flatnonzero(keep)
+    if query.sort == "name" and folded is not None:
+        return rows[np.argsort([folded[r] for r in rows], kind="stable")]
+    if query.sort == "gap":
+        return rows[np.argsort(-largest[rows], kind="stable")]
+    return rows[np.lexsort((-largest[rows], -counts[rows]))]
+
+
+def matrix_slice(series: Series, query: MatrixQuery, *, records: bool = True
+                 ) -> MatrixSlice | None:
     """The part of the stored matrix the controls select, or None before any analysis.
 
-    Only the window's releases are read (``release_window``), for every function: the
-    ranking by deviations is over the window's pairs.
+    Functions are ranked over the window's pairs from the blocks' deviation records
+    (``store.read_deviations``: a few bytes a deviation), then only the shown rows' cells
+    are read. Without records (``records=False``, or blocks stored before migration 0035)
+    every function's cells of the window are read and ranked, as before: the same page.
     """
     window = release_window(series, query)
     if window is None:
         return None
-    assembled = _assembled(series, query, window)
-    if assembled is None:
+    generation = selectors.analysis_generation(series)
+    if generation is None:
         return None
-    found, names = assembled.found, assembled.names
-    # Versions are read each time (one small query): a release renamed in the admin shows
-    # at once. A function renamed there shows with the next analysis.
-    versions = window.versions
-    start, stop = 0, len(found["release_ids"])
-    cols, pairs = slice(start, stop), slice(start, stop - 1)
-    if (start, stop) not in assembled.ranks:
-        assembled.ranks[start, stop] = _ranks(found, start, stop)
-    counts, largest = assembled.ranks[start, stop]
-    ids = found["function_ids"]
-    keep = np.ones(len(ids), dtype=bool)
-    if query.q:
-        needle = query.q.casefold()
-        keep &= np.array([needle in n for n in assembled.folded], dtype=bool)
-    if query.only:
-        keep &= counts > 0
-    rows = np.flatnonzero(keep)
-    if query.sort == "name":
-        rows = rows[np.argsort([assembled.folded[r] for r in rows], kind="stable")]
-    elif query.sort == "gap":
-        rows = rows[np.argsort(-largest[rows], kind="stable")]
-    else:
-        rows = rows[np.lexsort((-largest[rows], -counts[rows]))]
+    ranked = _ranked(series, query, window, generation) if records else None
+    if ranked is None:
+        return _slice_of_window(series, query, window)
+    ids = ranked.function_ids
+    folded = (_folded_names(series, generation, ids) if query.q or query.sort == "name"
+              else None)
+    rows = _order(query, ranked.counts, ranked.largest, folded)
     pages = max(1, -(-len(rows) // query.per))
     page = min(query.page, pages)
     shown = rows[(page - 1) * query.per : page * query.per]
-    arrays = {k: found[k][shown][:, cols] for k in PER_RELEASE}
-    arrays |= {k: found[k][shown][:, pairs] for k in PER_PAIR}
+    shown_ids = ids[shown]
+    kept = _shown_rows(series, query, window, generation, shown_ids)
+    if kept is None:
+        return _slice_of_window(series, query, window)  # a new analysis in between
+    found, names = kept
+    at = np.searchsorted(found["function_ids"], shown_ids)
+    return _sliced(query, window, found, at, shown_ids, names, len(rows), pages, page,
+                   ranked.largest[shown])
+
+
+def _shown_rows(series: Series, query: MatrixQuery, window: Window, generation: int,
+                shown_ids: np.ndarray) -> tuple[dict[str, np.ndarray], list[str]] | None:
+    """The window's cells and names of the rows ``shown_ids`` (in that order; the arrays'
+    rows sorted by id), kept per (generation, view, window, rows); None when the stored
+    analysis is not generation ``generation`` any more."""
+    ids = shown_ids.tolist()
+
+    def make() -> tuple[tuple[dict[str, np.ndarray], list[str]], int] | None:
+        found = selectors.stored_analysis(series, query.metric, query.estimator, query.rule,
+                                          keys=PER_RELEASE + PER_PAIR,
+                                          columns=window.columns, function_ids=ids)
+        if found is None or not np.array_equal(np.sort(shown_ids), found["function_ids"]):
+            return None
+        names_by_id = selectors.function_names(series, ids)
+        names = [names_by_id[i] for i in ids]
+        found, size = memo.frozen(found)
+        return (found, names), size + sum(len(n) + 60 for n in names)
+
+    return memo.remembered(("matrix-rows", series.pk, generation, *_view_key(series, query),
+                            window.columns, tuple(ids)), make)
+
+
+def _slice_of_window(series: Series, query: MatrixQuery, window: Window) -> MatrixSlice | None:
+    """``matrix_slice`` from every function's cells of the window (read once, kept)."""
+    assembled = _assembled(series, query, window)
+    if assembled is None:
+        return None
+    found = assembled.found
+    span = (0, len(found["release_ids"]))
+    if span not in assembled.ranks:
+        assembled.ranks[span] = _ranks(found, *span)
+    counts, largest = assembled.ranks[span]
+    ids = found["function_ids"]
+    rows = _order(query, counts, largest, assembled.folded)
+    pages = max(1, -(-len(rows) // query.per))
+    page = min(query.page, pages)
+    shown = rows[(page - 1) * query.per : page * query.per]
+    return _sliced(query, window, found, shown, ids[shown],
+                   [assembled.names[r] for r in shown], len(rows), pages, page,
+                   largest[shown])
+
+
+def _sliced(query: MatrixQuery, window: Window, found: dict[str, np.ndarray], at: np.ndarray,
+            shown_ids: np.ndarray, names: list[str], matching: int, pages: int, page: int,
+            largest: np.ndarray) -> MatrixSlice:
+    """The page of rows ``at`` of ``found`` (a window's arrays; ``shown_ids`` are theirs)."""
+    # Versions are read each time (one small query): a release renamed in the admin shows
+    # at once. A function renamed there shows with the next analysis.
+    stop = len(found["release_ids"])
+    arrays = {k: found[k][at][:, :stop] for k in PER_RELEASE}
+    arrays |= {k: found[k][at][:, : stop - 1] for k in PER_PAIR}
     return MatrixSlice(
         query=replace(query, page=page),
         window=window,
-        releases=versions[start:stop],
-        function_ids=ids[shown].tolist(),
-        function_names=[names[r] for r in shown],
-        matching=len(rows),
+        releases=window.versions[:stop],
+        function_ids=shown_ids.tolist(),
+        function_names=names,
+        matching=matching,
         pages=pages,
         arrays=arrays,
         regressions=(arrays["verdict"] == REGRESSION).sum(axis=1),
         improvements=(arrays["verdict"] == IMPROVEMENT).sum(axis=1),
-        largest_gap=largest[shown],
+        largest_gap=largest,
     )
 
 

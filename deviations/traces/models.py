@@ -458,6 +458,13 @@ class AnalysisBlock(models.Model):
     shift_n_before = models.BinaryField(default=b"")
     shift_n_after = models.BinaryField(default=b"")
     shift_flags = models.BinaryField(default=b"")
+    #: What the matrix ranks and filters by, per rule, for the pair ending at this release:
+    #: the cells whose stored verdict is a regression or an improvement, as packed records
+    #: (row in the block, verdict, diff, the rule's ``before``: ``traces.store.DEVIATION``),
+    #: ``paper_deviations`` per estimator, ``shift_deviations`` in the median blocks. Null
+    #: in blocks written before migration 0035 (readers then rank from the whole window).
+    paper_deviations = models.BinaryField(null=True)
+    shift_deviations = models.BinaryField(null=True)
     #: 0: part of the stored analysis. Otherwise the blocks an analysis in chunks of rows
     #: (``traces.analysis``, issue 24) has written so far, invisible to readers until its
     #: last step makes them stage 0 in one transaction (``traces.store.publish``).

@@ -21,7 +21,6 @@ from deviations.stats.releases import (
     NO_VERDICT,
     REGRESSION,
     digressions,
-    get_rule,
     level_digressions,
     oriented,
     practical_verdicts,
@@ -39,9 +38,12 @@ from deviations.traces.models import (
 from deviations.traces.store import (
     PER_PAIR_KEYS,
     PER_RELEASE_KEYS,
+    Deviations,
     binary_values,
+    finality,
     generation,
     read_analysis,
+    read_deviations,
     replicates,
     view_keys,
 )
@@ -315,21 +317,50 @@ def _cut(found: dict[str, np.ndarray], releases: int) -> dict[str, np.ndarray]:
     return out
 
 
-def _practical(series: Series, rule: str, found: dict[str, np.ndarray], marks: bool
-               ) -> dict[str, np.ndarray]:
-    verdict, min_relative, min_absolute = found["verdict"], series.min_relative_change, \
-        series.min_absolute_change_us
+def _practical_verdicts(series: Series, function_ids: np.ndarray, verdict: np.ndarray,
+                       diff: np.ndarray, before: np.ndarray, rows: np.ndarray | None = None
+                       ) -> np.ndarray:
+    """The stored verdicts of the rows ``function_ids`` (2-D: rows × pairs) left by the
+    series' minimum practical change, or, with ``rows`` (the row of each of ``verdict``'s
+    cells, 1-D), those of single cells."""
+    min_relative: Any = series.min_relative_change
+    min_absolute = series.min_absolute_change_us
     if series.is_metrics:
         # Each metric's own direction and alert threshold; no absolute floor (the rows
         # have different units, the floor is in µs).
-        higher, threshold = metric_settings(found["function_ids"])
-        verdict = oriented(verdict, higher)
-        min_relative = np.where(np.isnan(threshold), min_relative, threshold / 100)[:, None]
+        higher, threshold = metric_settings(function_ids)
+        per_row = np.where(np.isnan(threshold), min_relative, threshold / 100)
+        if rows is None:
+            verdict, min_relative = oriented(verdict, higher), per_row[:, None]
+        else:
+            verdict, min_relative = oriented(verdict, higher[rows]), per_row[rows]
         min_absolute = 0.0
-    verdict = practical_verdicts(
-        verdict, found["diff"], found["before"],
-        min_relative=min_relative, min_absolute=min_absolute,
-    )
+    out: np.ndarray = practical_verdicts(verdict, diff, before, min_relative=min_relative,
+                                         min_absolute=min_absolute)
+    return out
+
+
+def window_deviations(series: Series, metric: str, estimator: str, rule: str,
+                      columns: tuple[int, int]) -> Deviations | None:
+    """The deviations of the releases ``columns`` (start, stop) of every function, as the
+    matrix ranks and filters by them: the stored deviation records
+    (``store.read_deviations``) whose verdict the series' minimum practical change leaves
+    a regression or an improvement (``verdict`` is that one). None before any analysis or
+    when the window's blocks have no records (read the window's cells then)."""
+    found = read_deviations(series, metric, estimator, rule, slice(*columns))
+    if found is None:
+        return None
+    verdict = _practical_verdicts(series, found.function_ids, found.verdict, found.diff,
+                                  found.before, rows=found.rows)
+    keep = (verdict == REGRESSION) | (verdict == IMPROVEMENT)
+    return Deviations(found.function_ids, found.rows[keep], found.pairs[keep], verdict[keep],
+                      found.diff[keep], found.before[keep])
+
+
+def _practical(series: Series, rule: str, found: dict[str, np.ndarray], marks: bool
+               ) -> dict[str, np.ndarray]:
+    verdict = _practical_verdicts(series, found["function_ids"], found["verdict"],
+                                  found["diff"], found["before"])
     found["verdict"] = verdict
     deviation = (verdict == REGRESSION) | (verdict == IMPROVEMENT)
     if marks:
@@ -394,10 +425,8 @@ def final_since(series: Series, rule: str, run_counts: np.ndarray, versions: lis
                 ) -> tuple[list[str | None], list[int]]:
     """Per boundary: the release whose arrival made its verdict final (None while it is
     provisional), and how many more releases like the newest it waits for (0 when final)."""
-    the_rule = get_rule(rule)
-    final_at = the_rule.final_at(run_counts)
-    return ([versions[int(c)] if c >= 0 else None for c in final_at],
-            the_rule.releases_to_final(run_counts).tolist())
+    final_at, to_final = finality(rule, run_counts)
+    return ([versions[int(c)] if c >= 0 else None for c in final_at], to_final.tolist())
 
 
 def analysis_generation(series: Series) -> int | None:

@@ -16,6 +16,7 @@ with psycopg's binary protocol (Django's cursors read bytea as hex text: ~3× sl
 
 from __future__ import annotations
 
+import functools
 import itertools
 import secrets
 import time
@@ -33,6 +34,8 @@ from django.db.models.functions import Greatest, Least, Substr
 
 from deviations.core.db import lz4_toast
 from deviations.stats.releases import (
+    IMPROVEMENT,
+    REGRESSION,
     RULE_NAMES,
     digressions,
     get_rule,
@@ -79,8 +82,16 @@ _FILL = {"paper_verdict": -1, "shift_verdict": -1, "n": 0, "shift_reach_before":
 #: functions reads a few small blocks, and an analysis in chunks of functions writes its own.
 #: Readers assemble any split (``_assemble``); writers split by it (issue 24).
 BLOCK_ROWS = 1024
+#: Per block, per rule, the cells of the pair ending at its release whose stored verdict is
+#: a regression or an improvement (``AnalysisBlock.paper_deviations``,
+#: ``shift_deviations``): the row in the block, the verdict, and the rule's ``diff`` and
+#: ``before`` (what the minimum practical change and ``relative`` are computed from, exactly
+#: as ``view`` does). The matrix ranks and filters a window's functions by these alone
+#: (``read_deviations``): every other cell has no deviation whatever the practical change.
+DEVIATION = np.dtype([("row", "<i4"), ("verdict", "i1"), ("diff", "<f8"), ("before", "<f8")])
+DEVIATION_FIELDS = ("paper_deviations", "shift_deviations")
 _BLOCK_COLUMNS = ("series_id", "release_id", "metric", "estimator", "row_start", "rows",
-                  "stage", *BLOCK_FIELDS)
+                  "stage", *BLOCK_FIELDS, *DEVIATION_FIELDS)
 _SUMMARY_COLUMNS = ("series_id", "generation", "release_ids", "function_ids", "run_ids",
                     "run_counts", "params", "snapshot_at")
 
@@ -276,7 +287,39 @@ def _blocks(
                         else:
                             values = array[start - first : stop - first, c - offset]
                             row.append(np.ascontiguousarray(values, DTYPES[field]).tobytes())
+                    row += _deviation_entries(state, estimator, c, slice(start - first,
+                                                                         stop - first))
                     yield row
+
+
+def deviation_entries(verdict: np.ndarray, diff: np.ndarray, before: np.ndarray) -> bytes:
+    """The :data:`DEVIATION` records of one block's pair: the rows (of the block) whose
+    stored ``verdict`` is a regression or an improvement, with their ``diff`` and
+    ``before``."""
+    rows = np.flatnonzero((verdict == REGRESSION) | (verdict == IMPROVEMENT))
+    out = np.empty(len(rows), dtype=DEVIATION)
+    out["row"], out["verdict"] = rows, verdict[rows]
+    out["diff"], out["before"] = diff[rows], before[rows]
+    return out.tobytes()
+
+
+def _deviation_entries(state: MetricArrays, estimator: str, c: int, rows: slice) -> list[bytes]:
+    """The ``paper_deviations`` and ``shift_deviations`` of column ``c``'s block of
+    ``rows`` (of the arrays): what ``view`` makes the paper rule's and the shift rule's
+    verdict, diff and before of (the paper rule's ``before`` is the previous release's
+    estimate; the shift rule's in the median blocks only)."""
+    if c == 0:
+        return [b"", b""]
+    p = c - 1
+    paper = deviation_entries(state.pair[estimator]["paper_verdict"][rows, p],
+                              state.pair[estimator]["diff"][rows, p],
+                              state.release[estimator]["estimate"][rows, p])
+    if estimator != ESTIMATORS[0]:
+        return [paper, b""]
+    shift = deviation_entries(state.shift["shift_verdict"][rows, p],
+                              state.shift["shift_diff"][rows, p],
+                              state.shift["shift_before"][rows, p])
+    return [paper, shift]
 
 
 def _lock_and_check(series: Series, snapshot: datetime, base: int | None) -> None:
@@ -693,7 +736,7 @@ def view(
     F, R = n.shape  # noqa: N806
     pairs_shape = (F, max(R - 1, 0))
     pairs = slice(start, start + pairs_shape[1])
-    final_at = (the_rule.final_at(run_counts)[pairs] if R
+    final_at = (finality(rule, run_counts)[0][pairs] if R
                 else np.zeros(0, dtype=np.int64))
     provisional = np.broadcast_to(final_at < 0, pairs_shape)
     out: dict[str, np.ndarray] = {}
@@ -709,13 +752,30 @@ def view(
         elif key == "provisional":
             out[key] = provisional.copy()
         elif key == "final_within":
-            out[key] = np.broadcast_to(the_rule.releases_to_final(run_counts)[pairs],
+            out[key] = np.broadcast_to(finality(rule, run_counts)[1][pairs],
                                        pairs_shape).copy()
         elif rule == "paper":
             out |= _paper_key(fields, key, pairs_shape, start)
         else:
             out |= _shift_key(fields, key, pairs_shape, start)
     return out
+
+
+def finality(rule: str, run_counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``final_at`` and ``releases_to_final`` of ``rule`` for the run counts of a series'
+    columns (``stats.releases.ReleaseRule``), read-only: the shift rule's take ~40 ms at
+    2,000 releases, the same for every page of one analysis, so the last few are kept."""
+    return _finality(rule, np.ascontiguousarray(run_counts, dtype=np.int64).tobytes())
+
+
+@functools.lru_cache(maxsize=16)
+def _finality(rule: str, counts: bytes) -> tuple[np.ndarray, np.ndarray]:
+    run_counts = np.frombuffer(counts, dtype=np.int64)
+    the_rule = get_rule(rule)
+    final_at = np.asarray(the_rule.final_at(run_counts))
+    to_final = np.asarray(the_rule.releases_to_final(run_counts))
+    final_at.flags.writeable = to_final.flags.writeable = False
+    return final_at, to_final
 
 
 def _paper_key(fields: Mapping[str, np.ndarray], key: str, shape: tuple[int, int],
@@ -771,13 +831,14 @@ def _shift_key(fields: Mapping[str, np.ndarray], key: str, shape: tuple[int, int
     raise KeyError(key)
 
 
-#: Blocks and bytes the page reads fetched since the last :func:`reset_reads` (a test
-#: hook: tests assert that a page reads only what it shows).
-READS = {"blocks": 0, "bytes": 0}
+#: Blocks and bytes the page reads fetched since the last :func:`reset_reads`, and the
+#: blocks and bytes of deviation records (``read_deviations``; a test hook: tests assert
+#: that a page reads only what it shows).
+READS = {"blocks": 0, "bytes": 0, "records": 0, "record_bytes": 0}
 
 
 def reset_reads() -> None:
-    READS.update(blocks=0, bytes=0)
+    READS.update(blocks=0, bytes=0, records=0, record_bytes=0)
 
 
 #: Rows read by cutting them out of each block in the database (``substring``) instead of
@@ -856,25 +917,117 @@ def _assemble_part(
     where[rows] = np.arange(len(rows))
     out = _filled(len(rows), R, fields)
     covered = np.zeros(R, dtype=np.int64)
-    for release_id, row_start, n_rows, *values in found:
+    # Per block: its column, its values' length, and which of them go to which output
+    # row: the same for every field, so each field is gathered from all its blocks at once
+    # (a loop over blocks × fields cost ~50 ms for 100 rows of 600 blocks).
+    blocks = []
+    for release_id, row_start, n_rows, *_ in found:
         c = column.get(int(release_id))
         if c is None or row_start + n_rows > F:
             return None
         lo, hi = row_start, row_start + n_rows
         if span is not None:
             lo, hi = max(lo, span[0]), min(hi, span[1])
-        targets = where[lo:hi]
-        hit = targets >= 0
-        covered[c] += int(hit.sum())
-        for field, data in zip(fields, values, strict=True):
-            offset = per_pair(field)
-            if offset and c == 0:
-                continue  # (SQLite cuts its empty value to NULL)
-            array = np.frombuffer(bytes(data), dtype=DTYPES[field])
-            out[field][targets[hit], c - offset] = array[hit]
+        hit = np.flatnonzero(where[lo:hi] >= 0)
+        covered[c] += len(hit)
+        blocks.append((c, hi - lo, hit, where[lo:hi][hit]))
     if not np.all(covered == len(rows)):
         return None
+    for offset in (0, 1):
+        # Per-pair fields skip the first column (its pair begins before these columns;
+        # SQLite cuts its empty value to NULL).
+        kept = [k for k, b in enumerate(blocks) if not (offset and b[0] == 0)]
+        names = [(i, f) for i, f in enumerate(fields) if per_pair(f) == offset]
+        if not kept or not names:
+            continue
+        lengths = np.array([blocks[k][1] for k in kept], dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        source = np.concatenate([blocks[k][2] + start for k, start in zip(kept, starts,
+                                                                         strict=True)])
+        target_rows = np.concatenate([blocks[k][3] for k in kept])
+        target_cols = np.repeat([blocks[k][0] - offset for k in kept],
+                                [len(blocks[k][2]) for k in kept])
+        for i, field in names:
+            dtype = DTYPES[field]
+            data = [bytes(found[k][3 + i]) for k in kept]
+            if any(len(d) != n * dtype.itemsize for d, n in zip(data, lengths, strict=True)):
+                return None
+            values = np.frombuffer(b"".join(data), dtype=dtype)
+            out[field][target_rows, target_cols] = values[source]
     return out
+
+
+@dataclass(frozen=True)
+class Deviations:
+    """The cells of a window whose stored verdict is a deviation (``read_deviations``).
+
+    ``function_ids``: every row of the analysis, sorted; per cell: ``rows`` (into
+    ``function_ids``), ``pairs`` (the window's pair: 0 ends at its second release),
+    ``verdict`` (before the minimum practical change), ``diff`` and ``before`` (the rule's:
+    ``view``'s ``diff`` and ``before``).
+    """
+
+    function_ids: np.ndarray
+    rows: np.ndarray
+    pairs: np.ndarray
+    verdict: np.ndarray
+    diff: np.ndarray
+    before: np.ndarray
+
+
+def read_deviations(series: Series, metric: str, estimator: str, rule: str,
+                    columns: slice) -> Deviations | None:
+    """The cells of the releases ``columns`` (a slice of the series' releases) whose stored
+    verdict of one (metric, estimator, rule) is a regression or an improvement, from the
+    blocks' :data:`DEVIATION` records: the window's pairs, every function, a few bytes a
+    deviation. None before any analysis, or when a block of the window has no records
+    (stored before migration 0035): the caller reads the window's cells then."""
+    field = DEVIATION_FIELDS[0] if rule == "paper" else DEVIATION_FIELDS[1]
+    source = estimator if rule == "paper" else ESTIMATORS[0]
+
+    def read() -> Deviations | bool | None:
+        head = binary_values(SeriesAnalysis.objects.filter(series_id=series.pk),
+                             ("release_ids", "function_ids"))
+        if not head:
+            return None
+        all_ids, function_ids = _ints(head[0][0]), _ints(head[0][1])
+        start, stop, _ = columns.indices(len(all_ids))
+        pair_ids = all_ids[start + 1 : max(start + 1, stop)]
+        found = binary_values(
+            AnalysisBlock.objects.filter(series_id=series.pk, metric=metric,
+                                         estimator=source, stage=0,
+                                         release_id__in=[int(r) for r in pair_ids]),
+            ("release_id", "row_start", "rows", field))
+        READS["records"] += len(found)
+        READS["record_bytes"] += sum(len(row[3]) for row in found if row[3] is not None)
+        pair = {int(rid): k for k, rid in enumerate(pair_ids)}
+        covered = np.zeros(len(pair_ids), dtype=np.int64)
+        parts, pairs = [], []
+        for release_id, row_start, n_rows, data in found:
+            if data is None:
+                return False  # no records: stored before migration 0035
+            k = pair[int(release_id)]
+            covered[k] += n_rows
+            got = np.frombuffer(bytes(data), dtype=DEVIATION)
+            parts.append((got, row_start))
+            pairs.append(np.full(len(got), k, dtype=np.int64))
+        if not np.all(covered == len(function_ids)):
+            return None  # blocks rewritten while they were read
+        cells = (np.concatenate([g for g, _ in parts]) if parts
+                 else np.empty(0, dtype=DEVIATION))
+        rows = (np.concatenate([g["row"].astype(np.int64) + s for g, s in parts]) if parts
+                else np.empty(0, dtype=np.int64))
+        order = np.argsort(function_ids, kind="stable")
+        position = np.empty(len(order), dtype=np.int64)
+        position[order] = np.arange(len(order))
+        return Deviations(
+            function_ids=function_ids[order], rows=position[rows],
+            pairs=np.concatenate(pairs) if pairs else np.empty(0, dtype=np.int64),
+            verdict=cells["verdict"].astype(np.int8), diff=cells["diff"].astype(np.float64),
+            before=cells["before"].astype(np.float64))
+
+    got = _read_consistent(series.pk, read)
+    return got if isinstance(got, Deviations) else None
 
 
 _Read = tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, dict[str, np.ndarray]]

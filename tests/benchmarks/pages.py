@@ -199,6 +199,7 @@ class StoredFiller:
         self.steps = sorted(steps)
 
     def fill(self, runtimes_releases: int) -> None:
+        from django.db import connection
         from django.utils import timezone
 
         from deviations.core import versions as version_keys
@@ -232,8 +233,9 @@ class StoredFiller:
                 _, f, factor = steps.pop(0)
                 level[f] *= factor
             column = self._column(level, c, previous)
+            store._copy(store.AnalysisBlock, store._BLOCK_COLUMNS,
+                        self._blocks(rid, c, column, previous))
             previous = column
-            store._copy(store.AnalysisBlock, store._BLOCK_COLUMNS, self._blocks(rid, c, column))
             if c in (self.R - 1,) or (c + 1) % 200 == 0:
                 print(f"  blocks of {c + 1} releases written "
                       f"({time.perf_counter() - start:.0f} s)", flush=True)
@@ -251,6 +253,11 @@ class StoredFiller:
             np.full(self.R, self.runs, dtype="<i8").tobytes(),
             analysis.PARAMS.astype("<f8").tobytes(), timezone.now(),
         ]])
+        # Planner statistics, as autovacuum gathers them in a running deployment: freshly
+        # filled, the blocks' table had none, and PostgreSQL filtered a window's releases
+        # out of every block of the series (29 ms instead of 3 ms for 580 blocks).
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
 
     def _column(self, level: np.ndarray, c: int, previous: dict[str, np.ndarray] | None
                 ) -> dict[str, np.ndarray]:
@@ -294,8 +301,10 @@ class StoredFiller:
         }
         return col
 
-    def _blocks(self, release_id: int, c: int, column: dict[str, np.ndarray]
-                ) -> Iterator[list[Any]]:
+    def _blocks(self, release_id: int, c: int, column: dict[str, np.ndarray],
+                previous: dict[str, np.ndarray] | None) -> Iterator[list[Any]]:
+        """The block rows of one release, with the deviation records ``traces.store``
+        writes (the paper rule's ``before``: the previous release's estimate)."""
         from deviations.traces import store
 
         encoded = {k: np.ascontiguousarray(v, store.DTYPES[k]) for k, v in column.items()}
@@ -309,6 +318,17 @@ class StoredFiller:
                         empty = (store.per_pair(field) and c == 0) or (
                             field in store.SHIFT_FIELDS and estimator != store.ESTIMATORS[0])
                         row.append(b"" if empty else encoded[field][start:stop].tobytes())
+                    rows = slice(start, stop)
+                    if previous is None:
+                        row += [b"", b""]
+                    else:
+                        row.append(store.deviation_entries(
+                            column["paper_verdict"][rows], column["diff"][rows],
+                            previous["estimate"][rows]))
+                        row.append(store.deviation_entries(
+                            column["shift_verdict"][rows], column["shift_diff"][rows],
+                            column["shift_before"][rows]) if estimator == store.ESTIMATORS[0]
+                            else b"")
                     yield row
 
 

@@ -338,6 +338,32 @@ def assert_same_as_full(series: Series) -> None:
         for key, expected in arrays.items():
             assert got[key].dtype == expected.dtype, (kind, key)
             np.testing.assert_array_equal(got[key], expected, err_msg=f"{kind} {key}")
+    assert_records_match_cells(series)
+
+
+def assert_records_match_cells(series: Series) -> None:
+    """The blocks' deviation records (``store.read_deviations``) are the stored cells
+    whose verdict is a regression or an improvement, with the rule's diff and before, for
+    the whole series and a window of it."""
+    from deviations.stats.releases import IMPROVEMENT, REGRESSION
+    from deviations.traces import store
+
+    for kind in itertools.product(analysis.METRICS, analysis.ESTIMATORS, analysis.RULES):
+        R = len(store.read_head(series.pk).release_ids)  # noqa: N806
+        for columns in (slice(None), slice(max(R - 4, 0), R - 1)):
+            cells = analysis.read_analysis(series, *kind, ["verdict", "diff", "before"],
+                                           columns=columns)
+            records = store.read_deviations(series, *kind, columns)
+            assert records is not None, kind
+            np.testing.assert_array_equal(records.function_ids, cells["function_ids"])
+            rows, pairs = np.nonzero((cells["verdict"] == REGRESSION)
+                                     | (cells["verdict"] == IMPROVEMENT))
+            order = np.lexsort((records.pairs, records.rows))
+            np.testing.assert_array_equal(records.rows[order], rows, err_msg=str(kind))
+            np.testing.assert_array_equal(records.pairs[order], pairs, err_msg=str(kind))
+            for key in ("verdict", "diff", "before"):
+                np.testing.assert_array_equal(getattr(records, key)[order],
+                                              cells[key][rows, pairs], err_msg=f"{kind} {key}")
 
 
 CALLS = itertools.count()

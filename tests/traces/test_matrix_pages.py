@@ -264,27 +264,26 @@ def test_function_page_with_the_mean_estimator(client: Client, series: str) -> N
 def test_matrix_pages_keep_what_they_assembled_until_a_new_analysis(
     client: Client, series: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from deviations.traces import selectors
+    from deviations.traces import store
 
-    # Reads of the stored analysis, counted where the matrix asks for them (on PostgreSQL
-    # the blocks come through a raw binary cursor that query capture does not see).
-    reads = []
-    stored = selectors.stored_analysis
-    monkeypatch.setattr(selectors, "stored_analysis",
-                        lambda *a, **k: reads.append(a) or stored(*a, **k))
-
-    def blocks_read(url: str) -> int:
-        before = len(reads)
+    def read(url: str) -> dict[str, int]:
+        """Deviation records and blocks of cells read by a request."""
+        store.reset_reads()
         assert client.get(url).status_code == 200
-        return len(reads) - before
+        return {"records": store.READS["records"], "blocks": store.READS["blocks"]}
 
-    assert blocks_read("/series/s/") >= 1
-    # Another page, filter or sort of the same analysis and window reads no block again;
-    # another window of releases is read once (its own columns only).
-    assert blocks_read("/series/s/?sort=name&q=pai") == 0
-    assert blocks_read("/series/s/matrix.json?per=1&page=2") == 0
-    assert blocks_read("/series/s/?sort=name&q=pai&first=1.1") == 1
-    assert blocks_read("/series/s/matrix.json?first=1.1&sort=gap") == 0
+    def records_read(url: str) -> int:
+        return read(url)["records"]
+
+    assert read("/series/s/")["records"] >= 1
+    # The same page again reads nothing; another page, filter or sort of the same analysis
+    # and window ranks from what it kept (no record read again) and reads only its rows'
+    # cells; another window of releases reads its own records once.
+    assert read("/series/s/") == {"records": 0, "blocks": 0}
+    assert records_read("/series/s/?sort=name&q=pai") == 0
+    assert records_read("/series/s/matrix.json?per=1&page=2") == 0
+    assert records_read("/series/s/?sort=name&q=pai&first=1.1") >= 1
+    assert records_read("/series/s/matrix.json?first=1.1&sort=gap") == 0
     # A new release is a new analysis (generation): the page shows it at once.
     files = []
     for k, dur in enumerate([305, 300, 302]):
@@ -293,7 +292,7 @@ def test_matrix_pages_keep_what_they_assembled_until_a_new_analysis(
         files.append(str(path))
     call_command("ingest_traces", "--series", "s", "--release", "1.4", *files,
                  stdout=io.StringIO())
-    assert blocks_read("/series/s/") >= 1
+    assert records_read("/series/s/") >= 1
     figure = figure_of(client.get("/series/s/").content.decode(), "matrix-figure")
     assert "1.4" in {x for t in figure["data"] for x in t["x"]}
 

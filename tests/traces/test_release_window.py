@@ -93,8 +93,11 @@ def test_older_newer_zoom_and_permalinks(client: Client, histories: dict[str, in
     html = client.get("/series/long/?window=10").content.decode()
     assert '<input type="hidden" name="window" value="10">' in html
     assert len(pairs(cells(client, "/series/long/matrix.json?window=10"))) == 9
-    # An older window reads the releases after it that can mark its digressions (12).
-    assert reads(client, f"/series/long/matrix.json?{link}")["blocks"] == (WINDOW + 12) * 5
+    # An older window reads the releases after it that can mark its digressions (12), and
+    # ranks its functions by the deviation records of its own pairs.
+    found = reads(client, f"/series/long/matrix.json?{link}")
+    assert found["blocks"] == (WINDOW + 12) * 5
+    assert found["records"] == (WINDOW - 1) * 5
     # An explicit From/to range is shown as asked, however wide.
     shown = pairs(cells(client, "/series/long/matrix.json?first=1.3&last=1.70"))
     assert (shown[0][0], shown[-1][1], len(shown)) == ("1.3", "1.70", 67)
@@ -144,10 +147,14 @@ def test_pages_read_the_same_whatever_the_history(client: Client, histories: dic
                "runs": f"/series/{name}/functions/{fid}/?runs=1",
                "release": f"/series/{name}/releases/{newest}/"}[page]
         found[name] = reads(client, url)
+    # The deviation records hold the window's deviations: as many bytes as it has.
+    record_bytes = {name: got.pop("record_bytes") for name, got in found.items()}
     assert found["short"] == found["long"]
+    assert max(record_bytes.values()) <= (WINDOW - 1) * FUNCTIONS * store.DEVIATION.itemsize
     blocks_per_column = -(-FUNCTIONS // 8)
     if page in ("matrix", "json"):  # the newest window (no release after it), every row
         assert found["long"]["blocks"] == WINDOW * blocks_per_column
+        assert found["long"]["records"] == (WINDOW - 1) * blocks_per_column
     if page in ("function", "runs"):  # one block a column, a few bytes of each field
         assert found["long"]["bytes"] <= found["long"]["blocks"] * len(store.BLOCK_FIELDS) * 8
     if page == "home":  # the newest pair of each of the two series
