@@ -306,7 +306,7 @@ def _ranked(series: Series, query: MatrixQuery, window: Window, generation: int
             ) -> _Ranked | None:
     """The window's ranking from the deviation records, kept per (generation, view,
     window); None before any analysis or without records (blocks stored before migration
-    0035)."""
+    0033)."""
 
     def make() -> tuple[_Ranked, int] | None:
         found = selectors.window_deviations(series, query.metric, query.estimator,
@@ -358,7 +358,7 @@ def matrix_slice(series: Series, query: MatrixQuery, *, records: bool = True
 
     Functions are ranked over the window's pairs from the blocks' deviation records
     (``store.read_deviations``: a few bytes a deviation), then only the shown rows' cells
-    are read. Without records (``records=False``, or blocks stored before migration 0035)
+    are read. Without records (``records=False``, or blocks stored before migration 0033)
     every function's cells of the window are read and ranked, as before: the same page.
     """
     window = release_window(series, query)

@@ -462,7 +462,7 @@ class AnalysisBlock(models.Model):
     #: the cells whose stored verdict is a regression or an improvement, as packed records
     #: (row in the block, verdict, diff, the rule's ``before``: ``traces.store.DEVIATION``),
     #: ``paper_deviations`` per estimator, ``shift_deviations`` in the median blocks. Null
-    #: in blocks written before migration 0035 (readers then rank from the whole window).
+    #: in blocks written before migration 0033 (readers then rank from the whole window).
     paper_deviations = models.BinaryField(null=True)
     shift_deviations = models.BinaryField(null=True)
     #: 0: part of the stored analysis. Otherwise the blocks an analysis in chunks of rows

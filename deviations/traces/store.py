@@ -981,7 +981,7 @@ def read_deviations(series: Series, metric: str, estimator: str, rule: str,
     verdict of one (metric, estimator, rule) is a regression or an improvement, from the
     blocks' :data:`DEVIATION` records: the window's pairs, every function, a few bytes a
     deviation. None before any analysis, or when a block of the window has no records
-    (stored before migration 0035): the caller reads the window's cells then."""
+    (stored before migration 0033): the caller reads the window's cells then."""
     field = DEVIATION_FIELDS[0] if rule == "paper" else DEVIATION_FIELDS[1]
     source = estimator if rule == "paper" else ESTIMATORS[0]
 
@@ -1005,7 +1005,7 @@ def read_deviations(series: Series, metric: str, estimator: str, rule: str,
         parts, pairs = [], []
         for release_id, row_start, n_rows, data in found:
             if data is None:
-                return False  # no records: stored before migration 0035
+                return False  # no records: stored before migration 0033
             k = pair[int(release_id)]
             covered[k] += n_rows
             got = np.frombuffer(bytes(data), dtype=DEVIATION)

@@ -112,7 +112,7 @@ def test_pages_ranked_from_records_after_chunked_analyses(settings: Any) -> None
 
 @pytest.mark.usefixtures("small_blocks")
 def test_blocks_without_records_are_ranked_from_their_cells(settings: Any) -> None:
-    """Blocks stored before migration 0035 have no records: the window is ranked from
+    """Blocks stored before migration 0033 have no records: the window is ranked from
     every cell, as before, until an analysis rewrites them."""
     settings.DEVIATIONS_PAGE_CACHE_MB = 0
     data = RandomSeries(53, functions=30)
