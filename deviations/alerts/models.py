@@ -193,6 +193,10 @@ class Alert(models.Model):
     #: Sent before its verdict is final, because the evidence was overwhelming (trace
     #: series: ``stats.releases.EARLY_ALPHA``); it may still be withdrawn.
     early = models.BooleanField(default=False)
+    #: False: its detector no longer reports it (the verdict went away: new runs, a run or
+    #: release deleted) but it is kept because it has notes (``recording.withdraw``); it is
+    #: never emailed while False, and True again if the detector reports it again.
+    reported = models.BooleanField(default=True)
     # When the newer side's data arrived (a release's creation, a change's detection): a
     # subscriber is told only of alerts whose data came after they subscribed.
     data_at = models.DateTimeField()

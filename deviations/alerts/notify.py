@@ -113,10 +113,11 @@ RECIPIENTS: dict[str, Callable[[AlertGroup], list[Recipient]]] = {
 def due(alerts_of_group: list[Alert], now: datetime) -> list[Alert]:
     """The untriaged alerts that may be told: confirmed, or provisional for longer than
     the confirmation delay. A trace alert's verdict says itself when it is final (or sent
-    early): it is never told on the delay."""
+    early): it is never told on the delay. An alert its detector no longer reports (kept
+    for its notes) is never told."""
     delay = timedelta(seconds=settings.DEVIATIONS_ALERT_CONFIRM_SECONDS)
     return [a for a in alerts_of_group
-            if a.status == Alert.NEW and (not a.provisional or (
+            if a.status == Alert.NEW and a.reported and (not a.provisional or (
                 a.detector != Alert.TRACE and a.created <= now - delay))]
 
 

@@ -206,12 +206,13 @@ def record(items: Iterable[AlertData], known: dict[str, Alert] | None = None) ->
         if alert is None:
             continue
         values = _fields(data)
-        if any(getattr(alert, f) != values[f] for f in _UPDATED):
+        if not alert.reported or any(getattr(alert, f) != values[f] for f in _UPDATED):
             for f in _UPDATED:
                 setattr(alert, f, values[f])
+            alert.reported = True  # reported again: it may be told
             alert.updated = now
             changed.append(alert)
-    Alert.objects.bulk_update(changed, [*_UPDATED, "updated"], batch_size=500)
+    Alert.objects.bulk_update(changed, [*_UPDATED, "reported", "updated"], batch_size=500)
     fresh = [d for d in items if d.key not in existing]
     if fresh:
         covered = _nudged_here(fresh)
@@ -243,10 +244,15 @@ def withdraw(alerts: Iterable[Alert]) -> int:
     """Forget verdicts the detector no longer reports (a provisional flag that flipped
     back, a pair whose new runs removed the deviation): untriaged alerts are deleted, with
     groups left empty; triaged ones stay (the triage is history), and so do nudged ones (a
-    sheriff placed them). Returns alerts deleted."""
+    sheriff placed them) and noted ones (their notes), these marked no longer reported
+    (``Alert.reported``: never emailed about a change that is gone). Returns alerts
+    deleted."""
     candidates = [a for a in alerts if a.status == Alert.NEW and a.nudged_at is None]
     noted = set(AlertNote.objects.filter(alert_id__in=[a.pk for a in candidates])
                 .values_list("alert_id", flat=True))
+    if noted:
+        Alert.objects.filter(pk__in=noted, reported=True).update(reported=False,
+                                                                 updated=timezone.now())
     gone = [a for a in candidates if a.pk not in noted]
     if not gone:
         return 0

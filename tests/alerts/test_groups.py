@@ -100,6 +100,33 @@ def test_a_verdict_that_disappears_withdraws_its_untriaged_alert(series) -> None
 
 
 
+def test_a_noted_alert_no_longer_reported_is_kept_but_never_emailed(series, client) -> None:
+    """Issue 23: a noted alert is kept when its verdict goes away (a release deleted, new
+    runs), but it was emailed afterwards about a change that no longer existed. Now it is
+    marked no longer reported and never told, until the detector reports it again."""
+    subscribe()
+    owner = get_user_model().objects.create_user("owner")
+    sync(Alert.objects.none(), [trace(series, "Paint", "2", "3", provisional=True)])
+    alert = Alert.objects.get(subject="Paint")
+    AlertNote.objects.create(alert=alert, author=owner, text="looking")
+    assert sync(Alert.objects.filter(series=series), []) == (0, 0)  # kept: it has a note
+    alert.refresh_from_db()
+    assert not alert.reported
+    assert 'id="not-reported"' in client.get(f"/alerts/{alert.pk}/").content.decode()
+    # The next analysis reports nothing there; the group is never emailed.
+    Alert.objects.filter(pk=alert.pk).update(provisional=False)
+    assert notify.notify_due_groups() == 0
+    assert notify.notify_due_groups(now=timezone.now() + timedelta(days=3)) == 0
+    assert mail.outbox == []
+    # Found again (final): reported, and told once.
+    sync(Alert.objects.filter(series=series), [trace(series, "Paint", "2", "3")])
+    alert.refresh_from_db()
+    assert alert.reported
+    assert 'id="not-reported"' not in client.get(f"/alerts/{alert.pk}/").content.decode()
+    assert notify.notify_due_groups() == 1
+    assert len(mail.outbox) == 1
+
+
 def _change(metric: str, diff: float, lo: float, hi: float, before: float, **kw: Any) -> Any:
     pct = 100 * diff / before
     return trace_notify._Change(
