@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -142,15 +143,17 @@ def test_a_failed_entry_runs_again_soon_backing_off_up_to_its_period(
 
     load_tasks()
     times: list[float] = []
+    schedule = {"requeue-pending-runs": settings.CELERY_BEAT_SCHEDULE["requeue-pending-runs"]}
+    thread = beat.EmbeddedBeat(schedule, tick=0.02, retry=0.2)
 
     def flaky(*args: Any) -> None:
+        if threading.current_thread() is not thread:
+            return  # another beat of this test process (not the one measured)
         times.append(time.monotonic())
         if len(times) <= 3:
             raise OperationalError("database table is locked: deviations_run")
 
     monkeypatch.setattr(app.tasks["deviations.requeue_pending_runs"], "run", flaky)
-    schedule = {"requeue-pending-runs": settings.CELERY_BEAT_SCHEDULE["requeue-pending-runs"]}
-    thread = beat.EmbeddedBeat(schedule, tick=0.02, retry=0.2)
     thread.start()
     try:
         wait_for(lambda: len(times) >= 4, seconds=10)
