@@ -246,9 +246,10 @@ class _Prefork:
         alive = set(self._children())
         return mine + sum(c for pid, c in self.cpu.items() if pid in alive)
 
-    def peaks(self, seen: set[int]) -> list[float]:
-        """High-water marks (MB) of the children not in ``seen``: those of one step."""
-        return [h for pid, h in sorted(self.hwm.items()) if pid not in seen]
+    def peaks(self, before: dict[int, float]) -> list[float]:
+        """High-water marks (MB) of one step: of the children new since ``before`` (the
+        marks when it began) and of those whose mark grew during it."""
+        return [h for pid, h in sorted(self.hwm.items()) if h > before.get(pid, 0.0)]
 
 
 def _on_workers(args: argparse.Namespace, memory: float) -> None:
@@ -303,8 +304,7 @@ def _on_workers(args: argparse.Namespace, memory: float) -> None:
             if watch is None:
                 peaks = [_proc_stats(w.pid)[1] for w in workers]
             else:  # children new in this step, and those that grew during it
-                peaks = watch.peaks(set(old)) + [h for pid, h in sorted(watch.hwm.items())
-                                                 if pid in old and h > old[pid]]
+                peaks = watch.peaks(old)
             return wall, cpu, peaks, (
                 f"{len(analysis.current_columns(series).release_ids)} releases")
 
