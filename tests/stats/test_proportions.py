@@ -215,6 +215,8 @@ def test_volume_shift_is_its_own_kind():
     assert kinds == {"volume"}
     change = scan.changes()[0]
     assert change.clients_after / change.clients_before == pytest.approx(0.1, rel=0.5)
+    assert scan.reason[change.build] == "change"
+    assert change.delay >= 4  # confirmed by the volume test's first look or a longer one
 
 
 def _volume_rule_before_issue_22(counts: np.ndarray) -> np.ndarray:
