@@ -204,8 +204,9 @@ class HistogramChange(models.Model):
     # Count changes (kind proportion or volume): the bucket whose share moved (its label,
     # "true" for a boolean probe), its share before (median of the past builds) and after
     # (mean of the build and its confirming builds) with the 95 % interval of the change,
-    # and the clients a build before (median) and after (geometric mean). For these kinds
-    # distance and cutoff are the Hellinger rule's at the build, for the chart.
+    # and the clients a build before (geometric trimmed mean of the past builds) and after
+    # (geometric mean of the build and its confirming builds). For these kinds distance and
+    # cutoff are the Hellinger rule's at the build, for the chart.
     bucket = models.CharField(max_length=50, blank=True)
     share_before = models.FloatField(null=True, blank=True)
     share_after = models.FloatField(null=True, blank=True)
@@ -214,8 +215,9 @@ class HistogramChange(models.Model):
     clients_before = models.FloatField(null=True, blank=True)
     clients_after = models.FloatField(null=True, blank=True)
     # Count changes: the later builds it took to confirm the change (its window was this
-    # build to this build + confirm_builds; 2 to 16 for a proportion, issue 22 part 5: the
-    # located start may precede the first build whose looks passed by up to 8 builds).
+    # build to this build + confirm_builds; 2 to 16 for a proportion, 4 to 16 for a volume
+    # change, issue 22 part 5: the located start may precede the first build whose looks
+    # passed by up to 8 builds).
     confirm_builds = models.PositiveSmallIntegerField(null=True, blank=True)
     # Mean normalised histogram of the usable past builds and of the build with its
     # confirming later builds (what the kind was judged on), on ``edges``.

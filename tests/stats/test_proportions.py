@@ -215,6 +215,58 @@ def test_volume_shift_is_its_own_kind():
     assert kinds == {"volume"}
     change = scan.changes()[0]
     assert change.clients_after / change.clients_before == pytest.approx(0.1, rel=0.5)
+    assert scan.reason[change.build] == "change"
+    assert change.delay >= 4  # confirmed by the volume test's first look or a longer one
+
+
+def _volume_rule_before_issue_22(counts: np.ndarray) -> np.ndarray:
+    """The volume rule this module had before the volume test (kept here to compare): log
+    clients against the median of the 7 past builds, the 3-build window's mean beyond
+    max(ln 2, 4 x 1.4826 MAD of the 40 past log-clients x sqrt(1 + pi/2 |R|)), every build
+    on the same side by half of ln 2. Returns the candidate builds (series, builds)."""
+    y = np.log(counts.sum(axis=-1))
+    S, T = y.shape
+    out = np.zeros((S, T), dtype=bool)
+    for i in range(20, T - 2):
+        past, win, noise = y[:, i - 7 : i], y[:, i : i + 3], y[:, max(0, i - 40) : i]
+        med = np.median(noise, axis=1)
+        s = 1.4826 * np.median(np.abs(noise - med[:, None]), axis=1)
+        cut = np.maximum(np.log(2), 4 * s * np.sqrt(1 + np.pi / 14))
+        rel = win - np.median(past, axis=1)[:, None]
+        up = (rel.mean(axis=1) > cut) & (rel > np.log(2) / 2).all(axis=1)
+        down = (rel.mean(axis=1) < -cut) & (rel < -np.log(2) / 2).all(axis=1)
+        out[:, i] = up | down
+    return out
+
+
+@pytest.mark.parametrize(("factor", "seed"), [(0.5, 11), (2.0, 12)])
+def test_lasting_halving_or_doubling_of_clients_is_found(factor: float, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    counts = sim.simulate(rng, BOOLEAN, 50_000, sim.RHO_BOOLEAN, series=80, volume=factor)
+    scan = detect_count_changes(counts)
+    found = sim.found(scan, "volume")
+    # The simulation's table: 7x-8x % (the rule before: 3-4 %, ln 2 its floor by design).
+    assert found >= 0.6
+    old = _volume_rule_before_issue_22(counts)[:, sim.CHANGE_AT : sim.CHANGE_AT + 3]
+    assert old.any(axis=1).mean() <= found - 0.4
+    assert not (scan.kind == "proportion").any()  # the shares did not move
+    changes = [c for c in scan.changes() if c.kind == "volume"
+               and sim.CHANGE_AT <= c.build <= sim.CHANGE_AT + 2]
+    ratios = np.array([c.clients_after / c.clients_before for c in changes])
+    assert np.median(ratios) == pytest.approx(factor, rel=0.25)
+    assert min(c.delay for c in changes) >= 4  # the volume test's first look: 4 later builds
+
+
+def test_stable_clients_raise_no_volume_change() -> None:
+    rng = np.random.default_rng(13)
+    counts = sim.simulate(rng, BOOLEAN, 5_000, sim.RHO_BOOLEAN, series=300,
+                          builds=sim.HISTORY + sim.JUDGED + 8)
+    scan = detect_count_changes(counts)
+    volume = scan.changed & (scan.kind == "volume")
+    assert not volume[:, sim.HISTORY : sim.HISTORY + sim.JUDGED].any()
+    # A looser level does flag some: the test can fail.
+    loose = detect_count_changes(counts[:100], volume_alpha=0.2, volume_ratio=1.05)
+    assert (loose.kind == "volume").any()
 
 
 def test_between_build_variance_recovers_the_build_effect():
@@ -239,7 +291,9 @@ def test_rule_is_vectorised_over_leading_axes():
     ("kwargs", "message"),
     [({"alpha": 0.0}, "alpha"), ({"min_past": 9}, "min_past"), ({"noise_window": 1}, "noise"),
      ({"build_correlation": 1.0}, "build_correlation"),
-     ({"max_future_builds": -1}, "max_future_builds")],
+     ({"max_future_builds": -1}, "max_future_builds"),
+     ({"volume_alpha": 1.0}, "volume_alpha"), ({"volume_correlation": -0.1}, "volume_corr"),
+     ({"volume_ratio": 1.0}, "volume_ratio")],
 )
 def test_invalid_parameters_raise(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -260,6 +314,18 @@ def _glam(kind):
 def test_glam_series_as_they_are_raise_no_count_alert(kind):
     scan = detect_count_changes(_glam(kind))
     assert not scan.changed.any(), scan.changes()
+
+
+@pytest.mark.parametrize(("kind", "factor", "at_least"), [("boolean", 0.5, 18),
+                                                        ("boolean", 2.0, 20)])
+def test_volume_changes_planted_in_glam_are_found(kind, factor, at_least):
+    counts = _glam(kind)
+    positions = range(20, counts.shape[0] - 10, 4)[:26]
+    hits = 0
+    for at in positions:
+        scan = detect_count_changes(sim.plant_volume(counts, at, factor))
+        hits += bool((scan.changed[at : at + 3] & (scan.kind[at : at + 3] == "volume")).any())
+    assert hits >= at_least  # 22 and 24 of 26 in the simulation's table
 
 
 @pytest.mark.parametrize(
