@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -145,7 +146,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _identity(path: Path) -> tuple[int, int, int, int]:
+    """What says the file is the same one: device, inode, size, modification time. Only a
+    regular file is prepared (a pipe read here would be empty for the command)."""
     st = path.stat()
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(f"{path}: not a regular file")
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 

@@ -48,7 +48,7 @@ def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def nested_events(n: int = 60) -> list[dict[str, Any]]:
     """A Renderer's main thread with nested slices of several names: a call tree."""
-    spans = []
+    spans: list[tuple[str, float, float]] = []
     for i in range(n):
         t = i * 1000
         spans += [(f"Task{i % 3}", t, 900), (f"Layout{i % 4}", t + 10, 500),
@@ -182,14 +182,21 @@ def test_anything_but_release_and_files_is_left_to_the_command(args, tmp_path) -
         os.chdir(cwd)
 
 
-def test_a_missing_file_is_left_to_the_command(tmp_path) -> None:
-    missing = tmp_path / "missing.json"
-    assert preparse.prepare(["--series", "s1", "--release", "1", str(missing)]) == 0
+@pytest.mark.parametrize("kind", ["missing", "folder", "pipe"])
+def test_a_file_it_cannot_read_is_left_to_the_command(tmp_path, kind) -> None:
+    path = tmp_path / "t.json"
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "pipe":
+        os.mkfifo(path)
+    assert preparse.prepare(["--series", "s1", "--release", "1", str(path)]) == 0
+    if kind == "pipe":
+        return  # the command would wait for a writer
     out = io.StringIO()
-    with pytest.raises(Exception, match="1 of 1 file"):
-        call_command("ingest_traces", "--series", "s1", "--release", "1", str(missing),
+    with pytest.raises(CommandError, match="1 of 1 file"):
+        call_command("ingest_traces", "--series", "s1", "--release", "1", str(path),
                      stdout=out)
-    assert out.getvalue().startswith("FAILED missing.json: cannot open")
+    assert out.getvalue().startswith("FAILED t.json: cannot open")
 
 
 @pytest.mark.parametrize("case", ["streamed", "gzip", "one piece", "repaired", "too large",
