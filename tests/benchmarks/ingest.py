@@ -291,8 +291,12 @@ _PARSE = (
 
 
 def _has_option(root: Path, option: str) -> bool:
-    command = root / "deviations" / "management" / "commands" / "ingest_traces.py"
-    return option in command.read_text(encoding="utf-8")
+    """Whether that checkout's ``ingest_traces`` has the option (its arguments are defined
+    in ``management/preparse.py`` since they are parsed before Django's set-up)."""
+    management = root / "deviations" / "management"
+    return any(option in path.read_text(encoding="utf-8")
+               for path in (management / "commands" / "ingest_traces.py",
+                            management / "preparse.py") if path.exists())
 
 
 def _migrate(root: Path, env: dict[str, str]) -> None:
