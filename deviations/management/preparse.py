@@ -41,6 +41,11 @@ if TYPE_CHECKING:
 
 #: The default of ``settings.DEVIATIONS_MAX_TRACE_BYTES`` (2 GiB).
 DEFAULT_MAX_TRACE_BYTES = 2 * 1024**3
+#: Results held for the command at most (their arrays and names): a call with many files
+#: prepares them until their results reach this, the rest are parsed by the command one at
+#: a time as before, so that many results held at once never cost more than one parse
+#: (a 60 MB trace's result: ~10 MB, most of it call-tree edges).
+HELD_BYTES = 64 * 1024**2
 _CHUNK = 1 << 20
 
 
@@ -174,16 +179,30 @@ def prepare(args: list[str]) -> int:
     options = {"thread_name": opts.thread_name, "process_name": opts.process_name,
                "all_threads": opts.all_threads}
     prepared = 0
+    held = sum(_held_bytes(result.parsed) for result in _PREPARED.values())
     for file in opts.files:
         path = Path(file)
+        if held >= HELD_BYTES:
+            break  # the rest are parsed by the command, one at a time
         if _key(path) in _PREPARED:
             continue
         result = _prepare_one(path, options, max_bytes)
         if result is not None:
             _PREPARED[_key(path)] = result
+            held += _held_bytes(result.parsed)
             prepared += 1
     _trim()
     return prepared
+
+
+def _held_bytes(parsed: FunctionTimes | TraceError) -> int:
+    """Roughly what a result holds: its arrays and names (an error: nothing to speak of)."""
+    arrays = ("self_us", "total_us", "calls", "caller", "callee", "edge_us")
+    if not all(hasattr(parsed, name) for name in arrays):
+        return 0
+    names: list[str] = getattr(parsed, "names", [])
+    return (sum(int(getattr(parsed, name).nbytes) for name in arrays)
+            + sum(len(name) + 56 for name in names))
 
 
 def _prepare_one(path: Path, options: dict[str, Any], max_bytes: int) -> Prepared | None:

@@ -298,3 +298,19 @@ def test_manage_py_ingests_and_helps_as_before(write_trace, tmp_path) -> None:
     assert "--no-analyse" in helped.stdout
     assert "FILE" in helped.stdout
     assert "Ingest Chromium trace files" in helped.stdout
+
+
+def test_results_held_for_the_command_are_bounded(write_trace, monkeypatch) -> None:
+    """Many files: results are prepared until they hold ``HELD_BYTES``; the rest are
+    parsed by the command one at a time, and every file is stored the same."""
+    paths = [write_trace(f"run{i}.json", nested_events(5 + i)) for i in range(4)]
+    one = preparse._held_bytes(traces.parse_trace(paths[0], display_name="run0.json"))
+    assert one > 0
+    monkeypatch.setattr(preparse, "HELD_BYTES", 2 * one)  # room for two results
+    args = ["--series", "s1", "--release", "1", *map(str, paths)]
+    assert preparse.prepare(args) == 2
+    out = io.StringIO()
+    call_command("ingest_traces", *args, stdout=out)
+    assert [line.split(":")[0] for line in out.getvalue().splitlines()[:4]] == [
+        f"ok run{i}.json" for i in range(4)]
+    assert Run.objects.filter(release__series__name="s1", status=Run.DONE).count() == 4
