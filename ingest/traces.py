@@ -103,7 +103,7 @@ import os
 import re
 import zlib
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from itertools import count, repeat
 from operator import attrgetter
@@ -336,6 +336,7 @@ def parse_trace(
     process_name: str = "Renderer",
     all_threads: bool = False,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    observe: Callable[[bytes], None] | None = None,
 ) -> FunctionTimes:
     """Per-function self time, total time and calls of the selected threads of a trace.
 
@@ -345,10 +346,16 @@ def parse_trace(
     every process named ``process_name`` (aggregated); ``all_threads`` takes every thread
     that has duration events. ``max_bytes`` bounds both the compressed and the
     decompressed size. Raises ``TraceError`` for anything that is not a usable trace.
+    ``observe``, with a path: called with the file's bytes as the streamed path reads them
+    (as on disk, before any gzip inflation), in order, each once; they are the whole file
+    only if their lengths add up to its size (the whole-file path, or a streamed read cut
+    short, does not call it for the rest). ``manage.py ingest_traces`` hashes the file so,
+    without reading it a second time.
     """
     name = display_name if display_name is not None else reading.display_name(source)
     try:
-        return _parse(source, name, thread_name, process_name, all_threads, max_bytes)
+        return _parse(source, name, thread_name, process_name, all_threads, max_bytes,
+                      observe)
     except MemoryError:
         raise TraceError(f"{name}: out of memory while parsing (file too large)") from None
     # Input the decoder takes but Python cannot hold, found by the fuzz test: a lone
@@ -368,9 +375,10 @@ def _parse(
     process_name: str,
     all_threads: bool,
     max_bytes: int,
+    observe: Callable[[bytes], None] | None = None,
 ) -> FunctionTimes:
     counts = _Counts()
-    streamed = _decode_stream(source, max_bytes)
+    streamed = _decode_stream(source, max_bytes, observe)
     if isinstance(streamed, _Columns):
         columns: _Columns | None = streamed
         data: bytes | bytearray = b""
@@ -1153,7 +1161,9 @@ def _decode_in_pieces(data: bytes | bytearray) -> _Columns | None:
     return decoded if isinstance(decoded, _Columns) else None
 
 
-def _decode_stream(source: object, max_bytes: int) -> _Columns | bytearray | None:
+def _decode_stream(source: object, max_bytes: int,
+                   observe: Callable[[bytes], None] | None = None
+                   ) -> _Columns | bytearray | None:
     """The fast path for a file (a path, or a seekable binary stream): read, inflated if
     gzip, and decoded in pieces without ever holding the whole file (``_decode_chunks``).
 
@@ -1161,6 +1171,7 @@ def _decode_stream(source: object, max_bytes: int) -> _Columns | bytearray | Non
     None, the stream put back where it was, when the whole-file path must take the file
     (not a path or seekable stream, a file over ``max_bytes``, corrupt gzip, not JSON, or
     anything the pieces do not take): it reads the file again and gives every error message.
+    ``observe`` (a path only): called with each piece of the file's bytes as read.
     """
     if isinstance(source, str | os.PathLike):
         try:
@@ -1176,7 +1187,8 @@ def _decode_stream(source: object, max_bytes: int) -> _Columns | bytearray | Non
     try:
         if close and os.fstat(f.fileno()).st_size > max_bytes:
             return None
-        decoded = _decode_chunks(reading.iter_chunks(f), max_bytes)
+        reader: Any = _Observed(f, observe) if observe is not None and close else f
+        decoded = _decode_chunks(reading.iter_chunks(reader), max_bytes)
     except (OSError, ValueError, zlib.error):
         decoded = None
     finally:
@@ -1185,6 +1197,19 @@ def _decode_stream(source: object, max_bytes: int) -> _Columns | bytearray | Non
     if decoded is None and not close:
         f.seek(start)
     return decoded
+
+
+class _Observed:
+    """A file whose bytes, as they are read, are also given to ``observe``."""
+
+    def __init__(self, f: BinaryIO, observe: Callable[[bytes], None]) -> None:
+        self.f = f
+        self.observe = observe
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.f.read(size)
+        self.observe(data)
+        return data
 
 
 def _decode_chunks(chunks: Iterator[Any], max_bytes: int) -> _Columns | bytearray | None:

@@ -5,7 +5,8 @@ labels, legends and hover labels, so every uploaded string put in a figure goes 
 ``plotly_text`` first. Email headers and one-line summaries must not contain line breaks
 (a name ``"x\nBcc: y"`` would otherwise add a header, or stop Django from sending):
 ``one_line``. CSV cells starting with ``= + - @`` are formulas to spreadsheets:
-``csv_cell``.
+``csv_cell``. A client-given file name becomes a base name fit to show and store:
+``safe_file_name``.
 """
 
 import re
@@ -45,3 +46,10 @@ def csv_cell(value: object) -> object:
     if isinstance(value, str) and value.startswith(_FORMULA_START):
         return "'" + value
     return value
+
+
+def safe_file_name(name: str) -> str:
+    """The base name of a client-given file name, without control characters, at most 255."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    cleaned = "".join(ch for ch in base if ch.isprintable()).strip()
+    return (cleaned or "unnamed")[:255]

@@ -9,6 +9,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from deviations.management import preparse
+
 
 class Command(BaseCommand):
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
@@ -18,18 +20,9 @@ class Command(BaseCommand):
 
 
 def add_thread_arguments(parser: CommandParser) -> None:
-    """The trace commands' thread selection (``ingest_traces``, ``reingest``)."""
-    parser.add_argument(
-        "--thread-name", default="CrRendererMain",
-        help="thread to measure (default: CrRendererMain)",
-    )
-    parser.add_argument(
-        "--process-name", default="Renderer",
-        help="process whose threads are measured (default: Renderer)",
-    )
-    parser.add_argument(
-        "--all-threads", action="store_true", help="measure every thread of every process"
-    )
+    """The trace commands' thread selection (``ingest_traces``, ``reingest``), defined in
+    ``preparse`` (no Django) for ``manage.py``'s parse before the set-up."""
+    preparse.add_thread_arguments(parser)
 
 
 def thread_options(opts: dict[str, Any]) -> Any:

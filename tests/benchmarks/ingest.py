@@ -16,8 +16,9 @@ that each peak RSS is clean (a wrapper's ``RUSAGE_CHILDREN``), interleaved run b
 1. ``json.load`` of the file: the yardstick;
 2. ``cli``: the end-to-end CLI ingest as a CI job calls it,
    ``python manage.py ingest_traces --series S --release 1 --all-threads --no-analyse
-   FILE``: Django's start-up, the sha256 and the copy into the trace storage, the parse,
-   the database writes (a new series each run, so every function name is created), into
+   FILE``: the parse and the sha256 (before Django's set-up: ``management.preparse``),
+   Django's start-up, the copy into the trace storage, the database writes (a new series
+   each run, so every function name is created), into
    ``DATABASE_URL=sqlite:///<tmpdir>/bench.sqlite3``. This is the measure comparable with
    ``json.load`` (file in, data out); the analysis is the next step
    (``manage.py analyse``, or the worker when a broker is configured);
@@ -290,8 +291,12 @@ _PARSE = (
 
 
 def _has_option(root: Path, option: str) -> bool:
-    command = root / "deviations" / "management" / "commands" / "ingest_traces.py"
-    return option in command.read_text(encoding="utf-8")
+    """Whether that checkout's ``ingest_traces`` has the option (its arguments are defined
+    in ``management/preparse.py`` since they are parsed before Django's set-up)."""
+    management = root / "deviations" / "management"
+    return any(option in path.read_text(encoding="utf-8")
+               for path in (management / "commands" / "ingest_traces.py",
+                            management / "preparse.py") if path.exists())
 
 
 def _migrate(root: Path, env: dict[str, str]) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from deviations.core.errors import UserError
-from deviations.management import base
+from deviations.management import base, preparse
 from deviations.traces.models import Run
 
 # ingest (the parser, msgspec, numpy, Celery's task module) and tqdm are imported in the
@@ -35,37 +35,8 @@ class Command(base.Command):
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--series", required=True, help="series name (created if new)")
-        source = parser.add_mutually_exclusive_group(required=True)
-        source.add_argument("--release", help="release version of FILE..., e.g. 56.0.2909.0")
-        source.add_argument(
-            "--manifest", type=Path,
-            help="CSV with a header release,file and optionally order and revision columns: "
-            "one run per line (relative paths are relative to the manifest)",
-        )
-        source.add_argument(
-            "--folders", type=Path,
-            help="a folder with one folder per release, named by its version, holding its runs",
-        )
-        parser.add_argument(
-            "--order", type=int, default=None,
-            help="sort the release by this number instead of its version",
-        )
-        parser.add_argument(
-            "--revision", default=None,
-            help="commit hash or number the release was built from (with --release; a "
-            "release that carries another one is refused: change it with series_settings)",
-        )
-        parser.add_argument(
-            "--no-analyse", action="store_true",
-            help="store the runs only, leaving the series' statistics to `analyse --series "
-            "NAME` (or to the worker's sweeper, within 2 minutes); nothing of the analysis "
-            "(SciPy) is loaded",
-        )
-        base.add_thread_arguments(parser)
-        parser.add_argument(
-            "files", nargs="*", metavar="FILE", help="trace files, one per run (with --release)"
-        )
+        # Defined without Django: manage.py parses the FILEs with them before the set-up.
+        preparse.add_ingest_arguments(parser)
 
     def handle(self, *args: Any, **opts: Any) -> None:
         from tqdm import tqdm  # start-up: see the comment at the top
@@ -159,10 +130,16 @@ class Command(base.Command):
 
     @staticmethod
     def _one(release: Any, path: Path, options: Any) -> tuple[str, bool]:
+        from django.conf import settings
+
+        from deviations.core.text import safe_file_name
         from deviations.traces.uploads.runs import ingest_local_file
 
+        # Parsed and hashed by manage.py before Django's set-up, if it could (preparse).
+        prepared = preparse.take(path, safe_file_name(path.name), options.as_dict(),
+                                 settings.DEVIATIONS_MAX_TRACE_BYTES)
         try:
-            entry = ingest_local_file(release, path, options)
+            entry = ingest_local_file(release, path, options, prepared=prepared)
         except OSError as exc:
             return f"FAILED {path.name}: cannot open ({exc.strerror or exc})", False
         except UserError as exc:  # the trace storage is full

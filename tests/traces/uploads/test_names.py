@@ -51,16 +51,12 @@ def test_new_names_get_ids_in_the_trace_order_and_known_ones_keep_theirs(write_t
 
 @pytest.mark.django_db
 def test_a_failure_after_the_names_are_written_leaves_none_behind(
-    write_trace, monkeypatch
+    write_trace, monkeypatch, fail_times_write
 ) -> None:
     release = runs.get_release("s1", "1")
     runs.ingest_local_file(release, trace(write_trace, "a.json", ["kept"]),
                            runs.ThreadOptions())
-
-    def explode(*args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("disk full")
-
-    monkeypatch.setattr(RunTimes, "save", explode)
+    fail_times_write()
     with pytest.raises(RuntimeError, match="disk full"):
         runs.ingest_local_file(release, trace(write_trace, "b.json", ["kept", "n1", "n2"]),
                                runs.ThreadOptions())

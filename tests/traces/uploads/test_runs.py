@@ -149,15 +149,11 @@ def test_failed_file_sent_again_is_retried(write_trace, simple_events, settings)
 
 
 def test_a_failure_while_storing_leaves_nothing_half_written(
-    write_trace, simple_events, monkeypatch
+    write_trace, simple_events, monkeypatch, fail_times_write
 ) -> None:
     ingest(write_trace("first.json", renderer_events_with("Keep")))
     before = (Function.objects.count(), RunTimes.objects.count())
-
-    def explode(*args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("disk full")
-
-    monkeypatch.setattr(RunTimes, "save", explode)
+    fail_times_write()
     path = write_trace("second.json", simple_events)
     with pytest.raises(RuntimeError, match="disk full"):
         ingest(path)
