@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from deviations.core.text import safe_file_name
 
 if TYPE_CHECKING:
-    from ingest.traces import FunctionTimes, TraceError
+    from ingest.services import FunctionTimes, TraceError
 
 #: The default of ``settings.DEVIATIONS_MAX_TRACE_BYTES`` (2 GiB).
 DEFAULT_MAX_TRACE_BYTES = 2 * 1024**3
@@ -209,7 +209,7 @@ def _prepare_one(path: Path, options: dict[str, Any], max_bytes: int) -> Prepare
     """The file parsed (as ``runs.parse_file`` does) and hashed from the bytes the parser
     reads (read a second time only if the parser did not read them all); None when it
     cannot be opened or changed meanwhile (the command's own path then says why)."""
-    from ingest.traces import TraceError, parse_trace
+    from ingest.services import TraceError, parse_trace
 
     name = safe_file_name(path.name)
     try:
