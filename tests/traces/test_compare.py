@@ -9,6 +9,7 @@ import io
 import itertools
 import json
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,7 @@ def demo_series(django_db_blocker: Any) -> Series:
     return Series.objects.get(name=SERIES)
 
 
-def changed(rows: list[dict[str, Any]]) -> dict[str, str]:
+def changed(rows: Iterable[dict[str, Any]]) -> dict[str, str]:
     return {r["function"]: r["verdict"] for r in rows
             if r["verdict"] not in ("unchanged", "below_threshold")}
 
@@ -293,7 +294,7 @@ def test_rows_made_on_demand_are_the_rows_of_before(demo_series: Series) -> None
     _same_rows_as_before(demo_series, demo.RELEASES[7], demo.RELEASES[8])
 
 
-def test_rows_tied_on_their_change_are_ordered_by_name_as_before(write_trace) -> None:
+def test_rows_tied_on_their_change_are_ordered_by_name_as_before(write_trace: Any) -> None:
     """Appeared and vanished functions have no change: the name orders them (and the
     functions' ids are not in the names' order); their names are read to order them, the
     other rows' names only when a row is made."""
