@@ -428,7 +428,7 @@ def compare_releases(
         "metric": result.metric, "runs_base": result.runs_base, "runs_new": result.runs_new,
         "test": result.test, "fdr": compare.FDR, "min_change": series.min_relative_change,
         "min_change_us": series.min_absolute_change_us, "counts": result.counts,
-        "rows": result.rows,
+        "rows": list(result.rows),
     }
 
 

@@ -10,14 +10,15 @@ and compared on demand by ``deviations.stats.twosample.compare_two`` — millise
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any, Final, overload
 from urllib.parse import urlencode
 
 import numpy as np
 
 from deviations.core import memo
+from deviations.core.db import IN_BATCH
 from deviations.core.errors import UserError
 from deviations.stats.intervals import MIN_RUNS
 from deviations.stats.releases import oriented
@@ -94,6 +95,156 @@ class CompareQuery:
         return urlencode(pairs)
 
 
+class ComparisonTable:
+    """Every function of a comparison as columns; its rows (dicts in ``FIELDS``, with
+    ``function_id``) are made for the rows asked only, and a row's name is read when it is
+    made, or when an order or a search needs it. A page shows 100 rows of 20,000: making
+    every row's dict and reading every name was ~130 ms of its ~220 ms (issue 24)."""
+
+    def __init__(self, series: Series, base: str, new: str, function_ids: np.ndarray,
+                 verdicts: np.ndarray, columns: dict[str, np.ndarray]) -> None:
+        self.series, self.base, self.new = series, base, new
+        self.function_ids = function_ids  # sorted
+        self.verdicts = verdicts  # codes: TWO_SAMPLE_VERDICTS[code]
+        self.columns = columns  # float64; NaN and infinities are None in rows
+        self.names: dict[int, str] = {}  # read as needed (a read-through of the names)
+        #: Rows by verdict (regressions first, then by |change|, then by name).
+        self.by_verdict = self.order("verdict", np.arange(len(function_ids)))
+
+    def __len__(self) -> int:
+        return len(self.function_ids)
+
+    def names_of(self, ids: list[int]) -> list[str]:
+        """Names of the functions ``ids``, those not read yet read now (every name of the
+        series when most are missing and more than one query of ids would be needed)."""
+        missing = [i for i in ids if i not in self.names]
+        if missing:
+            whole = len(missing) > max(IN_BATCH, len(self.function_ids) // 2)
+            self.names.update(selectors.function_names(self.series,
+                                                        None if whole else missing))
+        return [self.names[i] for i in ids]
+
+    def rows(self, index: np.ndarray) -> list[dict[str, Any]]:
+        """The rows ``index`` (into ``function_ids``), in that order."""
+        ids = self.function_ids[index].tolist()
+        values = [_numbers(column[index]) for column in self.columns.values()]
+        verdicts = [TWO_SAMPLE_VERDICTS[v] for v in self.verdicts[index].tolist()]
+        # Rows built from the columns zipped (dict(zip()) per row: ~4x faster than a dict
+        # display with a comprehension inside).
+        keys = ("function", "function_id", "base", "new", "verdict", *self.columns)
+        return [dict(zip(keys, cells, strict=True)) for cells in zip(
+            self.names_of(ids), ids, itertools.repeat(self.base), itertools.repeat(self.new),
+            verdicts, *values, strict=False)]
+
+    def keys(self, sort: str) -> list[np.ndarray]:
+        """Per row, the keys of ``sort`` before the name (most significant first): the
+        verdict's rank, −|change %| (0 without one: ``_magnitude``), −|diff| (0 without
+        one), the p-value (2 without one); none for the sort by name."""
+        def finite_or(values: np.ndarray, key: np.ndarray, other: float) -> np.ndarray:
+            return np.where(np.isfinite(values), key, other)
+
+        change, diff, p = (self.columns[k] for k in ("change_pct", "diff", "p_value"))
+        with np.errstate(invalid="ignore"):
+            magnitude = finite_or(change, -np.abs(change), 0.0)
+        if sort == "verdict":
+            rank = np.array([VERDICT_ORDER.index(v) for v in TWO_SAMPLE_VERDICTS])
+            return [rank[self.verdicts], magnitude]
+        if sort == "change":
+            return [magnitude]
+        if sort == "diff":
+            with np.errstate(invalid="ignore"):
+                return [finite_or(diff, -np.abs(diff), 0.0)]
+        if sort == "p":
+            return [finite_or(p, p, 2.0)]
+        return []
+
+    def order(self, sort: str, rows: np.ndarray) -> np.ndarray:
+        """``rows`` (indices) in the page's order for ``sort``: as ``sort_rows`` orders
+        row dicts (``tests/traces/test_compare.py`` holds that reference and checks
+        both agree), with names read only for the rows tied on every other key.
+        Rows tied on every key, name included (two stored names alike: NUL became
+        U+FFFD), keep their order by verdict, as the stable sort of the rows by verdict
+        kept them; by verdict, their order by function id."""
+        primary = [k[rows] for k in self.keys(sort)]
+        first = np.lexsort(primary[::-1]) if primary else np.arange(len(rows))
+        ordered = rows[first]
+        primary = [k[first] for k in primary]
+        tied = np.ones(len(ordered), dtype=bool)
+        if primary and len(ordered) > 1:
+            same = np.ones(len(ordered) - 1, dtype=bool)
+            for k in primary:
+                same &= k[1:] == k[:-1]
+            tied[:] = False
+            tied[:-1] |= same
+            tied[1:] |= same
+        if not tied.any():
+            return ordered
+        at = ordered[tied]
+        names = self.names_of(self.function_ids[at].tolist())
+        if sort == "verdict":
+            after = at  # by function id
+        else:
+            position = np.empty(len(self.by_verdict), dtype=np.int64)
+            position[self.by_verdict] = np.arange(len(self.by_verdict))
+            after = position[at]
+        by_name = sorted(range(len(at)), key=lambda k: (names[k], int(after[k])))
+        rank = np.zeros(len(ordered), dtype=np.int64)
+        rank[np.flatnonzero(tied)[by_name]] = np.arange(len(at))
+        return ordered[np.lexsort([rank, *primary[::-1]])]
+
+    def select(self, q: str = "", show: str = "all", sort: str = "verdict") -> Rows:
+        """The rows whose function name contains ``q`` (case-insensitive) and whose
+        verdict ``show`` selects (``changed``: regressions, improvements, appeared and
+        vanished), in the order of ``sort``."""
+        if not q and show == "all" and sort == "verdict":
+            return Rows(self, self.by_verdict)
+        keep = np.ones(len(self), dtype=bool)
+        if show != "all":
+            wanted = {"regression", "improvement", "appeared", "vanished"} if (
+                show == "changed") else {show}
+            codes = [c for c, v in enumerate(TWO_SAMPLE_VERDICTS) if v in wanted]
+            keep &= np.isin(self.verdicts, codes)
+        if q:
+            needle = q.lower()
+            names = self.names_of(self.function_ids.tolist())
+            keep &= np.array([needle in n.lower() for n in names], dtype=bool)
+        rows = np.flatnonzero(keep)
+        if sort == "verdict":  # by_verdict, filtered
+            return Rows(self, self.by_verdict[keep[self.by_verdict]])
+        return Rows(self, self.order(sort, rows))
+
+
+class Rows(Sequence[dict[str, Any]]):
+    """Some rows of a :class:`ComparisonTable` in an order, made as they are asked for (a
+    slice: its names in one query); iterating makes them in chunks."""
+
+    CHUNK: Final = 2000
+
+    def __init__(self, table: ComparisonTable, index: np.ndarray) -> None:
+        self.table, self.at = table, index  # rows of the table, in order
+
+    def __len__(self) -> int:
+        return len(self.at)
+
+    @overload
+    def __getitem__(self, k: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, k: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(k, slice):
+            return self.table.rows(self.at[k])
+        at = range(len(self.at))[k]  # negative indices; IndexError past the end
+        return self.table.rows(self.at[at : at + 1])[0]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        if len(self.at) > self.CHUNK:  # every name at once (one query for most of them)
+            self.table.names_of(self.table.function_ids[self.at].tolist())
+        for start in range(0, len(self.at), self.CHUNK):
+            yield from self.table.rows(self.at[start : start + self.CHUNK])
+
+
 @dataclass(frozen=True)
 class ReleaseComparison:
     """The comparison of ``base`` and ``new`` of a series, one row per function."""
@@ -105,8 +256,13 @@ class ReleaseComparison:
     runs_base: int
     runs_new: int
     test: str
-    rows: list[dict[str, Any]]  # every function, in FIELDS (+ function_id), sorted by verdict
+    table: ComparisonTable
     counts: dict[str, int]
+
+    @property
+    def rows(self) -> Rows:
+        """Every function, in FIELDS (+ function_id), sorted by verdict."""
+        return self.table.select()
 
     @property
     def base_is_later(self) -> bool:
@@ -154,20 +310,20 @@ def compare_releases(
         raise CompareError(f"base and new are the same release {base!r}: choose two releases")
     sides = []
     for release, side in ((b_rel, "base"), (n_rel, "new")):
-        ids, self_us, total_us, _, runs = selectors.release_times(release)
+        # The function ids and the metric's times only (not the other time, nor calls).
+        ids, values, runs = selectors.release_metric_times(release, metric)
         if len(runs) < MIN_RUNS:
             raise CompareError(
                 f"release {release.version!r} ({side}) has {len(runs)} done run"
                 f"{'' if len(runs) == 1 else 's'}: a comparison needs at least {MIN_RUNS} "
                 "on each side"
             )
-        sides.append((ids, self_us if metric == "self" else total_us, len(runs)))
-    function_ids = sorted(set(sides[0][0]) | set(sides[1][0]))
-    row = {fid: k for k, fid in enumerate(function_ids)}
+        sides.append((ids, values, len(runs)))
+    function_ids = np.union1d(sides[0][0], sides[1][0]).astype(np.int64)
     matrices = []
     for ids, values, n_runs in sides:
         m = np.full((len(function_ids), n_runs), np.nan)
-        m[[row[i] for i in ids]] = values
+        m[np.searchsorted(function_ids, ids)] = values
         matrices.append(m)
     if min_change is None:
         min_change = series.min_relative_change
@@ -179,14 +335,12 @@ def compare_releases(
                          min_absolute_change=min_change_us, test=test)  # type: ignore[arg-type]
     verdicts = result.verdict
     if series.is_metrics:  # each metric's direction (decided as lower is better above)
-        higher, _ = selectors.metric_settings(np.asarray(function_ids, dtype=np.int64))
+        higher, _ = selectors.metric_settings(function_ids)
         verdicts = oriented(verdicts, higher)
-    names = selectors.function_names(series)
     # Times are durations: a median's interval stops at 0 (Olive's interval is the median
     # ± t·se, which reaches below 0 for a spread-out function of few runs; issue 23).
     lows = [m.lo if series.is_metrics else np.maximum(m.lo, 0.0)
             for m in (result.median_a, result.median_b)]
-    # One conversion per column, not one numpy scalar per cell (20,000 functions: ~0.3 s).
     columns = {
         "base_median": result.median_a.estimate, "base_lo": lows[0],
         "base_hi": result.median_a.hi, "new_median": result.median_b.estimate,
@@ -195,70 +349,26 @@ def compare_releases(
         "change_pct": 100.0 * result.relative, "p_value": result.p_value,
         "q_value": result.q_value,
     }
-    values = [_numbers(np.asarray(column, dtype=np.float64)) for column in columns.values()]
-    verdict_names = [TWO_SAMPLE_VERDICTS[v] for v in np.asarray(verdicts).tolist()]
-    # Rows built from the columns zipped (dict(zip()) per row: ~4x faster than a dict
-    # display with a comprehension inside, 20,000 functions).
-    keys = ("function", "function_id", "base", "new", "verdict", *columns)
-    rows = [dict(zip(keys, cells, strict=True)) for cells in zip(
-        [names[fid] for fid in function_ids], function_ids,
-        itertools.repeat(b_rel.version), itertools.repeat(n_rel.version), verdict_names,
-        *values, strict=False)]
-    rows = sort_rows(rows, "verdict")
-    counts = {v: 0 for v in VERDICT_ORDER}
-    for r in rows:
-        counts[r["verdict"]] += 1
+    codes = np.asarray(verdicts, dtype=np.int64)
+    table = ComparisonTable(series, b_rel.version, n_rel.version, function_ids, codes,
+                            {k: np.asarray(v, dtype=np.float64) for k, v in columns.items()})
+    found = np.bincount(codes, minlength=len(TWO_SAMPLE_VERDICTS))
+    counts = {v: int(found[TWO_SAMPLE_VERDICTS.index(v)]) for v in VERDICT_ORDER}
     return ReleaseComparison(series=series, base=b_rel, new=n_rel, metric=metric,
                              runs_base=sides[0][2], runs_new=sides[1][2], test=result.test,
-                             rows=rows, counts=counts)
+                             table=table, counts=counts)
 
 
-def _magnitude(row: dict[str, Any]) -> float:
-    change = row["change_pct"]
-    return -abs(change) if change is not None else 0.0
-
-
-def sort_rows(rows: list[dict[str, Any]], sort: str) -> list[dict[str, Any]]:
-    """Rows in the page's order: by verdict (regressions first, then by |change|), by
-    |change %|, by |diff|, by name or by p-value."""
-    rank = {v: k for k, v in enumerate(VERDICT_ORDER)}
-    keys: dict[str, Any] = {
-        "verdict": lambda r: (rank[r["verdict"]], _magnitude(r), r["function"]),
-        "change": lambda r: (_magnitude(r), r["function"]),
-        "diff": lambda r: (-abs(r["diff"] or 0.0), r["function"]),
-        "name": lambda r: r["function"],
-        "p": lambda r: (r["p_value"] if r["p_value"] is not None else 2.0, r["function"]),
-    }
-    return sorted(rows, key=keys[sort])
-
-
-def filter_rows(rows: list[dict[str, Any]], q: str = "", show: str = "all") -> list[dict[str, Any]]:
-    """Rows whose function name contains ``q`` (case-insensitive) and whose verdict ``show``
-    selects (``changed``: regressions, improvements, appeared and vanished)."""
-    if not q and show == "all":
-        return list(rows)
-    needle = q.lower()
-    changed = {"regression", "improvement", "appeared", "vanished"}
-    return [
-        r for r in rows
-        if needle in r["function"].lower()
-        and (show == "all" or r["verdict"] == show or (show == "changed"
-                                                       and r["verdict"] in changed))
-    ]
-
-
-def remembered_rows(series: Series, query: CompareQuery
-                    ) -> tuple[ReleaseComparison, list[dict[str, Any]]]:
+def remembered_rows(series: Series, query: CompareQuery) -> tuple[ReleaseComparison, Rows]:
     """``remembered_comparison`` and its rows as the controls filter and sort them, kept
-    likewise (sorting 20,000 rows was ~80 ms a request)."""
+    likewise (sorting 20,000 rows was ~80 ms a request); the rows are made when asked for
+    (a page makes its 100)."""
     key = _comparison_key(series, query)
     result = remembered_comparison(series, query, key)
 
-    def make() -> tuple[list[dict[str, Any]], int]:
-        rows = filter_rows(result.rows, query.q, query.show)  # keeps their order
-        if query.sort != "verdict":  # compare_releases leaves them by verdict
-            rows = sort_rows(rows, query.sort)
-        return rows, 8 * len(rows)  # references to the comparison's rows
+    def make() -> tuple[Rows, int]:
+        rows = result.table.select(query.q, query.show, query.sort)
+        return rows, 8 * len(rows)  # the rows' indices
 
     kept = memo.remembered((*key, "rows", query.q, query.show, query.sort), make)
     assert kept is not None  # make() never returns None
@@ -287,7 +397,8 @@ def remembered_comparison(series: Series, query: CompareQuery,
     def make() -> tuple[ReleaseComparison, int]:
         result = compare_releases(series, query.base, query.new, query.metric,
                                   test=query.test)
-        return result, 600 * len(result.rows)  # ~ bytes of a row's dict
+        # The columns, and the names read (~100 bytes each; all after a search).
+        return result, (8 * (len(result.table.columns) + 3) + 100) * len(result.table)
 
     kept = memo.remembered(key, make)
     assert kept is not None  # make() never returns None

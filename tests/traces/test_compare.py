@@ -6,15 +6,20 @@ from __future__ import annotations
 import csv
 import html
 import io
+import itertools
 import json
+import math
+from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
 from deviations.management.commands.demo import SERIES
-from deviations.traces import compare, demo
+from deviations.stats.twosample import TWO_SAMPLE_VERDICTS, compare_two
+from deviations.traces import compare, demo, selectors
 from deviations.traces.models import Release, Run, Series
 from deviations.traces.uploads.runs import ThreadOptions, get_release, ingest_local_file
 from tests.conftest import renderer_events
@@ -33,7 +38,7 @@ def demo_series(django_db_blocker: Any) -> Series:
     return Series.objects.get(name=SERIES)
 
 
-def changed(rows: list[dict[str, Any]]) -> dict[str, str]:
+def changed(rows: Iterable[dict[str, Any]]) -> dict[str, str]:
     return {r["function"]: r["verdict"] for r in rows
             if r["verdict"] not in ("unchanged", "below_threshold")}
 
@@ -200,3 +205,118 @@ def test_appeared_and_vanished_are_never_regressions(write_trace) -> None:
         add("2.0", ["Kept", "New"], k)
     result = compare.compare_releases(Series.objects.get(name="s"), "1.0", "2.0")
     assert changed(result.rows) == {"Gone": "vanished", "New": "appeared"}
+
+
+# --- the rows made on demand are the rows of before (issue 24) ---------------------------
+
+
+def _reference_rows(series: Series, base: str, new: str, metric: str) -> list[dict[str, Any]]:
+    """Every row as ``compare_releases`` made them before its table (every run's four
+    arrays read, every row's dict made, every name read), sorted by verdict."""
+    sides = []
+    for version in (base, new):
+        ids, self_us, total_us, _, runs = selectors.release_times(
+            series.releases.get(version=version))
+        sides.append((ids, self_us if metric == "self" else total_us, len(runs)))
+    function_ids = sorted(set(sides[0][0]) | set(sides[1][0]))
+    row = {fid: k for k, fid in enumerate(function_ids)}
+    matrices = []
+    for ids, values, n_runs in sides:
+        m = np.full((len(function_ids), n_runs), np.nan)
+        m[[row[i] for i in ids]] = values
+        matrices.append(m)
+    result = compare_two(matrices[0], matrices[1], fdr=compare.FDR,
+                         min_relative_change=series.min_relative_change,
+                         min_absolute_change=series.min_absolute_change_us)
+    names = selectors.function_names(series)
+    columns = {
+        "base_median": result.median_a.estimate, "base_lo": np.maximum(result.median_a.lo, 0),
+        "base_hi": result.median_a.hi, "new_median": result.median_b.estimate,
+        "new_lo": np.maximum(result.median_b.lo, 0), "new_hi": result.median_b.hi,
+        "diff": result.diff.estimate, "diff_lo": result.diff.lo, "diff_hi": result.diff.hi,
+        "change_pct": 100.0 * result.relative, "p_value": result.p_value,
+        "q_value": result.q_value,
+    }
+    rows = []
+    for k, fid in enumerate(function_ids):
+        r: dict[str, Any] = {"function": names[fid], "function_id": fid, "base": base,
+                             "new": new,
+                             "verdict": TWO_SAMPLE_VERDICTS[int(result.verdict[k])]}
+        for key, values in columns.items():
+            v = float(values[k])
+            r[key] = v if math.isfinite(v) else None
+        rows.append(r)
+    return _reference_sort(rows, "verdict")
+
+
+def _magnitude(row: dict[str, Any]) -> float:
+    return -abs(row["change_pct"]) if row["change_pct"] is not None else 0.0
+
+
+def _reference_sort(rows: list[dict[str, Any]], sort: str) -> list[dict[str, Any]]:
+    rank = {v: k for k, v in enumerate(compare.VERDICT_ORDER)}
+    keys: dict[str, Any] = {
+        "verdict": lambda r: (rank[r["verdict"]], _magnitude(r), r["function"]),
+        "change": lambda r: (_magnitude(r), r["function"]),
+        "diff": lambda r: (-abs(r["diff"] or 0.0), r["function"]),
+        "name": lambda r: r["function"],
+        "p": lambda r: (r["p_value"] if r["p_value"] is not None else 2.0, r["function"]),
+    }
+    return sorted(rows, key=keys[sort])
+
+
+def _reference_filter(rows: list[dict[str, Any]], q: str, show: str) -> list[dict[str, Any]]:
+    changed = {"regression", "improvement", "appeared", "vanished"}
+    return [r for r in rows if q.lower() in r["function"].lower()
+            and (show == "all" or r["verdict"] == show
+                 or (show == "changed" and r["verdict"] in changed))]
+
+
+def _same_rows_as_before(series: Series, base: str, new: str) -> None:
+    for metric in ("self", "total"):
+        reference = _reference_rows(series, base, new, metric)
+        result = compare.compare_releases(series, base, new, metric)
+        assert list(result.rows) == reference
+        assert result.counts == {v: sum(r["verdict"] == v for r in reference)
+                                 for v in compare.VERDICT_ORDER}
+        for q, show, sort in itertools.product(("", "a", "zz"), compare.SHOW, compare.SORTS):
+            rows = result.table.select(q, show, sort)
+            expected = _reference_sort(_reference_filter(reference, q, show), sort)
+            assert list(rows) == expected, (metric, q, show, sort)
+            assert len(rows) == len(expected)
+            assert rows[1:4] == expected[1:4]
+            if expected:
+                assert rows[-1] == expected[-1]
+
+
+def test_rows_made_on_demand_are_the_rows_of_before(demo_series: Series) -> None:
+    _same_rows_as_before(demo_series, BASE, NEW)
+    _same_rows_as_before(demo_series, demo.RELEASES[7], demo.RELEASES[8])
+
+
+def test_rows_tied_on_their_change_are_ordered_by_name_as_before(write_trace: Any) -> None:
+    """Appeared and vanished functions have no change: the name orders them (and the
+    functions' ids are not in the names' order); their names are read to order them, the
+    other rows' names only when a row is made."""
+    def add(version: str, names: list[str], k: int) -> None:
+        slower = 2 if version == "2.0" else 1  # a different change for each kept function
+        events = renderer_events([(name, 5000 * j, 1000 + 10 * k + 3 * j * slower)
+                                  for j, name in enumerate(names)])
+        path = write_trace(f"{version}-{k}.json", events)
+        ingest_local_file(get_release("s", version), path, ThreadOptions())
+
+    common = ["Kept", "Same", "alpha", "Beta"]
+    for k in range(3):
+        add("1.0", [*common, "Gone", "zeta", "Apple"], k)
+        add("2.0", [*common, "New", "aardvark", "Zoo", "middle"], k)
+    series = Series.objects.get(name="s")
+    result = compare.compare_releases(series, "1.0", "2.0")
+    assert result.counts["appeared"] == 4
+    assert result.counts["vanished"] == 3
+    assert set(result.table.names.values()) == {"Gone", "zeta", "Apple", "New", "aardvark",
+                                                "Zoo", "middle"}
+    first = result.rows[0:2]
+    assert set(result.table.names.values()) == {
+        "Gone", "zeta", "Apple", "New", "aardvark", "Zoo", "middle",
+        *(r["function"] for r in first)}
+    _same_rows_as_before(series, "1.0", "2.0")
