@@ -30,7 +30,10 @@ hedged capital process and its mixture over a grid of bets; Vovk's conformal tes
 martingales, Vovk 2021, "Testing randomness online", Stat. Sci. 36(4)). The grid is fixed:
 ``lambda_k = +-lambda_max rho^-j``, ``j = 0..J-1``, equal weights, so the price of not
 knowing the effect is ``log(2J)`` nats of evidence; with ``rho = sqrt 2`` the best grid
-point grows at least 96 % as fast as the best ``lambda`` in the grid's range.
+point grows at least 96 % as fast as the best ``lambda`` in the grid's range. Any other
+bets and weights fixed before the data keep (2): :func:`tuned_bets` concentrates them on a
+stated smallest effect that matters (measured in docs/statistics.md, "Against the
+target"; not the canaries' default).
 
 **Why it has power, and as much as Mann–Whitney.** When half the past is each arm, a new B
 observation's ``2 u_t - 1`` has mean ``(theta - 1/2)`` with ``theta = P(B > A) + P(B = A)/2``
