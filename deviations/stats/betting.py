@@ -30,7 +30,10 @@ hedged capital process and its mixture over a grid of bets; Vovk's conformal tes
 martingales, Vovk 2021, "Testing randomness online", Stat. Sci. 36(4)). The grid is fixed:
 ``lambda_k = +-lambda_max rho^-j``, ``j = 0..J-1``, equal weights, so the price of not
 knowing the effect is ``log(2J)`` nats of evidence; with ``rho = sqrt 2`` the best grid
-point grows at least 96 % as fast as the best ``lambda`` in the grid's range.
+point grows at least 96 % as fast as the best ``lambda`` in the grid's range. Any other
+bets and weights fixed before the data keep (2): :func:`tuned_bets` concentrates them on a
+stated smallest effect that matters (measured in docs/statistics.md, "Against the
+target"; not the canaries' default).
 
 **Why it has power, and as much as Mann–Whitney.** When half the past is each arm, a new B
 observation's ``2 u_t - 1`` has mean ``(theta - 1/2)`` with ``theta = P(B > A) + P(B = A)/2``
@@ -92,8 +95,10 @@ from ._typing import FloatArray, IntArray
 from .quantiles import ArmCounts
 
 __all__ = [
-    "LAMBDA_MAX", "RATIO", "STEPS", "RankBettingResult", "RankBettingTest", "bets",
-    "earlier_counts", "log_wealth", "rank_effect", "scores",
+    "LAMBDA_MAX", "RATIO", "STEPS", "TUNED_FACTORS", "TUNED_TAIL", "TUNED_WEIGHTS",
+    "RankBettingResult",
+    "RankBettingTest", "bets", "earlier_counts", "log_wealth", "rank_effect", "scores",
+    "tuned_bets",
 ]
 
 Decision = Literal["continue", "reject"]
@@ -109,6 +114,8 @@ RATIO = math.sqrt(2.0)
 #: wealth, more slowly.
 STEPS = 12
 _STATE_FORMAT = 1
+#: A state with mixture weights (older code refuses it rather than reading equal weights).
+_STATE_FORMAT_WEIGHTS = 2
 
 
 def bets(lambda_max: float = LAMBDA_MAX, ratio: float = RATIO, steps: int = STEPS) -> FloatArray:
@@ -118,6 +125,68 @@ def bets(lambda_max: float = LAMBDA_MAX, ratio: float = RATIO, steps: int = STEP
     positive = lambda_max * ratio ** -np.arange(steps, dtype=np.float64)
     out: FloatArray = np.concatenate((positive, -positive))
     return out
+
+
+#: Bets of :func:`tuned_bets` per side, as multiples of ``lambda_s = 3 delta_s`` (the bet
+#: growing fastest at the stated effect ``delta_s``), and their weights within a side: the
+#: most on 0.7 (the bet reaching ``1/alpha`` soonest in 80-90 % of streams at the stated
+#: effect), the rest on neighbours covering true effects from half to twice the stated one.
+TUNED_FACTORS = (0.5, 0.7, 1.0, 1.4, 2.0)
+TUNED_WEIGHTS = (0.15, 0.35, 0.2, 0.2, 0.1)
+#: Share of each side's weight spread over the default grid's bets below the tuned ones, so
+#: that effects much smaller than the stated one are still found (at ``log(1/0.95)`` =
+#: 0.05 nats of evidence).
+TUNED_TAIL = 0.05
+
+
+def tuned_bets(effect: float, *, two_sided: bool = True,
+               factors: tuple[float, ...] = TUNED_FACTORS,
+               weights: tuple[float, ...] = TUNED_WEIGHTS, tail: float = TUNED_TAIL,
+               lambda_max: float = LAMBDA_MAX) -> tuple[FloatArray, FloatArray]:
+    """Bets and mixture weights tuned to a stated smallest rank effect that matters,
+    ``delta_s = theta_s - 1/2`` with ``theta_s = P(B > A)`` at that change.
+
+    Per side: the bets ``f lambda_s`` for each factor f, ``lambda_s = 3 delta_s`` (capped at
+    ``lambda_max``), with weights ``(1 - tail) w_f``; and the default grid's bets
+    (:func:`bets`) below the smallest of them sharing ``tail`` equally. Two-sided: both
+    signs, each side half the weight; one-sided (``two_sided=False``): the positive bets
+    only ("B larger"). Any bets and weights fixed before the data keep Ville's bound (2).
+
+    Why these bets (module docstring, "Why it has power"): the score drifts by
+    ``delta = theta - 1/2`` per observation with variance about 1/3, so ``log W_t(lambda)``
+    is a random walk with drift ``lambda delta - lambda^2/6``, fastest at ``lambda* = 3
+    delta``. The bet that reaches ``c = log(1/(alpha w))`` first in a share p of the
+    streams is smaller: in the Brownian approximation the boundary ``c/lambda +
+    lambda t/6`` on the score sum is lowest at t for ``lambda = sqrt(6c/t)``, and the sum
+    reaches it by t in a share p of streams for ``t delta^2 = (sqrt(2c/3) + z_p/sqrt 3)^2``,
+    so ``lambda = lambda* sqrt(2c)/(sqrt(2c) + z_p)``: 0.68-0.71 lambda* at p = 0.9 and
+    0.76-0.79 at 0.8 (alpha = 0.05, ``w`` from 1/2 to 1/6), against a one-look test's
+    ``t delta^2 = (z_{alpha/2} + z_p)^2 / 3``. The price of the weights is ``log(1/w)``
+    nats of evidence at the bet that matters: ``log 2J = 3.2`` for the default grid; here
+    ``log(2 / (0.95 * 0.35)) = 1.8`` two-sided at the stated effect, 1.1 one-sided (the
+    oracle, the one bet ``+-0.7 lambda*``: ``log 2 = 0.7`` and 0).
+    """
+    if not 0.0 < effect < 0.5:
+        raise ValueError(f"effect must lie in (0, 1/2), got {effect!r}")
+    f = np.asarray(factors, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    if (f.ndim != 1 or f.shape != w.shape or not f.size or np.any(f <= 0) or np.any(w <= 0)
+            or not 0.0 <= tail < 1.0):
+        raise ValueError("factors, weights: as many of each, positive; tail in [0, 1)")
+    tuned = np.minimum(lambda_max, 3.0 * effect * f)
+    tuned_w = (1.0 - tail) * w / w.sum()
+    grid = bets(lambda_max)[:STEPS]
+    small = grid[grid < tuned.min()]
+    if tail > 0.0 and small.size:
+        positive = np.concatenate((tuned, small))
+        side_w = np.concatenate((tuned_w, np.full(small.size, tail / small.size)))
+    else:
+        positive, side_w = tuned, w / w.sum()
+    if not two_sided:
+        return positive, side_w
+    lam: FloatArray = np.concatenate((positive, -positive))
+    out_w: FloatArray = np.concatenate((side_w, side_w)) / 2.0
+    return lam, out_w
 
 
 def earlier_counts(v: npt.ArrayLike) -> tuple[IntArray, IntArray]:
@@ -176,9 +245,10 @@ def scores(below: npt.ArrayLike, equal: npt.ArrayLike, t: npt.ArrayLike, labels:
     return out
 
 
-def log_wealth(x: npt.ArrayLike, lambdas: npt.ArrayLike, start: npt.ArrayLike | None = None
-               ) -> tuple[FloatArray, FloatArray]:
-    """Log-wealth of each bet after each score, and of their equal-weight mixture.
+def log_wealth(x: npt.ArrayLike, lambdas: npt.ArrayLike, start: npt.ArrayLike | None = None,
+               weights: npt.ArrayLike | None = None) -> tuple[FloatArray, FloatArray]:
+    """Log-wealth of each bet after each score, and of their mixture (equal weights unless
+    ``weights`` are given).
 
     Parameters
     ----------
@@ -188,28 +258,46 @@ def log_wealth(x: npt.ArrayLike, lambdas: npt.ArrayLike, start: npt.ArrayLike | 
         The bets.
     start : array_like, shape (..., K), optional
         Each bet's log-wealth before ``x`` (default 0: ``W_0 = 1``).
+    weights : array_like, shape (K,), optional
+        The mixture's weights, positive, summing to 1 (default ``1/K`` each).
 
     Returns
     -------
     per_bet : FloatArray, shape (..., K, m)
         ``log W_t(lambda_k)``.
     mixture : FloatArray, shape (..., m)
-        ``log sum_k W_t(lambda_k) / K``.
+        ``log sum_k w_k W_t(lambda_k)``.
     """
     xs = np.asarray(x, dtype=np.float64)
     lam = np.asarray(lambdas, dtype=np.float64)
     per_bet = np.cumsum(np.log1p(lam[:, None] * xs[..., None, :]), axis=-1)
     if start is not None:
         per_bet += np.asarray(start, dtype=np.float64)[..., None]
-    mixture: FloatArray = _log_mean_exp(per_bet, axis=-2)
+    w = None if weights is None else _checked_weights(weights, lam.size)
+    mixture: FloatArray = _log_mean_exp(per_bet, axis=-2, weights=w)
     return per_bet, mixture
 
 
-def _log_mean_exp(values: FloatArray, axis: int = -1) -> FloatArray:
-    """``log mean exp`` along an axis, without overflow (all values finite)."""
+def _checked_weights(weights: npt.ArrayLike, size: int) -> FloatArray:
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (size,) or not np.all(w > 0.0) or abs(float(w.sum()) - 1.0) > 1e-9:
+        raise ValueError("weights: one positive weight per bet, summing to 1")
+    return w
+
+
+def _log_mean_exp(values: FloatArray, axis: int = -1,
+                  weights: FloatArray | None = None) -> FloatArray:
+    """``log mean exp`` along an axis (``log sum w exp`` with weights along it), without
+    overflow (all values finite)."""
     top = values.max(axis=axis, keepdims=True)
-    out: FloatArray = np.squeeze(top, axis=axis) + np.log(
-        np.exp(values - top).mean(axis=axis))
+    scaled = np.exp(values - top)
+    if weights is None:
+        inner = scaled.mean(axis=axis)
+    else:
+        shape = [1] * values.ndim
+        shape[axis] = weights.size
+        inner = (scaled * weights.reshape(shape)).sum(axis=axis)
+    out: FloatArray = np.squeeze(top, axis=axis) + np.log(inner)
     return out
 
 
@@ -275,6 +363,11 @@ class RankBettingTest:
         smoothing ``V_t`` (drawn per look from ``(seed, look)``).
     lambdas : array_like, optional
         The bets (default :func:`bets`; both signs for a two-sided test).
+    weights : array_like, optional
+        The mixture's weights, one per bet, positive, summing to 1 (default equal; see
+        :func:`tuned_bets`). The side said on rejection keeps the module docstring's
+        guarantee when the positive and the negative bets each hold half the weight (or
+        all bets are positive: a one-sided test).
 
     Notes
     -----
@@ -288,7 +381,8 @@ class RankBettingTest:
     """
 
     def __init__(self, alpha: float = 0.05, *, seed: int = 0,
-                 lambdas: npt.ArrayLike | None = None) -> None:
+                 lambdas: npt.ArrayLike | None = None,
+                 weights: npt.ArrayLike | None = None) -> None:
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
         lam = bets() if lambdas is None else np.asarray(lambdas, dtype=np.float64)
@@ -297,6 +391,9 @@ class RankBettingTest:
         self.alpha = float(alpha)
         self.seed = int(seed)
         self.lambdas: FloatArray = lam
+        #: ``None``: equal weights (the state then keeps format 1, as before weights).
+        self.weights: FloatArray | None = (None if weights is None
+                                           else _checked_weights(weights, lam.size))
         self._looks = 0
         self._a = ArmCounts.empty()
         self._b = ArmCounts.empty()
@@ -343,7 +440,7 @@ class RankBettingTest:
             t = held + np.arange(1, z.size + 1)
             x = scores(old_below + new_below[0], old_equal + new_equal[0], t, labels,
                        rng.random(z.size))
-            per_bet, mixture = log_wealth(x, self.lambdas, self._log_bets)
+            per_bet, mixture = log_wealth(x, self.lambdas, self._log_bets, self.weights)
             self._log_bets = per_bet[:, -1].copy()
             self._log_max = max(self._log_max, float(mixture.max()))
             # 2U gains the pairs with a new value: new B with old A, new A with old B, new
@@ -367,6 +464,8 @@ class RankBettingTest:
     def _side(self) -> bool:
         positive = self.lambdas > 0
         wealth = np.exp(self._log_bets - self._log_bets.max())
+        if self.weights is not None:
+            wealth = wealth * self.weights
         return bool(wealth[positive].sum() >= wealth[~positive].sum())
 
     @property
@@ -378,7 +477,7 @@ class RankBettingTest:
         return self._decision
 
     def result(self) -> RankBettingResult:
-        now = float(_log_mean_exp(self._log_bets))
+        now = float(_log_mean_exp(self._log_bets, weights=self.weights))
         return RankBettingResult(
             n_a=self.n_a, n_b=self.n_b, log_wealth=now, p_value=self.p_value,
             decision=self._decision, decided_at=self._decided_at, b_larger=self._b_larger,
@@ -391,13 +490,16 @@ class RankBettingTest:
         ``counts_a``, ``counts_b``: every observation received, waiting ones included), which
         a caller holding the same observations passes back to :meth:`from_state`."""
         out: dict[str, Any] = {
-            "format": _STATE_FORMAT, "alpha": self.alpha, "seed": self.seed,
+            "format": _STATE_FORMAT if self.weights is None else _STATE_FORMAT_WEIGHTS,
+            "alpha": self.alpha, "seed": self.seed,
             "lambdas": self.lambdas.tolist(), "looks": self._looks,
             "wait_a": self._wait_a.tolist(), "wait_b": self._wait_b.tolist(),
             "log_bets": self._log_bets.tolist(), "log_max": self._log_max,
             "decision": self._decision, "b_larger": self._b_larger,
             "decided_at": None if self._decided_at is None else list(self._decided_at),
         }
+        if self.weights is not None:
+            out["weights"] = self.weights.tolist()
         if data:
             all_a = self._a.merged(self._wait_a)
             all_b = self._b.merged(self._wait_b)
@@ -411,10 +513,14 @@ class RankBettingTest:
     def from_state(cls, state: dict[str, Any]) -> RankBettingTest:
         """Rebuild a test from :meth:`to_state` output with the data (``support``,
         ``counts_a``, ``counts_b``: sorted distinct values and each arm's count of every
-        observation received there). Errors raise."""
-        if state.get("format") != _STATE_FORMAT:
+        observation received there). Errors raise. A state of format 1 (before weights)
+        has equal weights; format 2 carries ``weights``."""
+        if state.get("format") not in (_STATE_FORMAT, _STATE_FORMAT_WEIGHTS):
             raise ValueError(f"unsupported state format {state.get('format')!r}")
-        test = cls(state["alpha"], seed=state["seed"], lambdas=state["lambdas"])
+        if (state["format"] == _STATE_FORMAT_WEIGHTS) != ("weights" in state):
+            raise ValueError("weights: in a state of format 2 only")
+        test = cls(state["alpha"], seed=state["seed"], lambdas=state["lambdas"],
+                   weights=state.get("weights"))
         test._looks = int(state["looks"])
         log_bets = np.asarray(state["log_bets"], dtype=np.float64)
         if log_bets.shape != test.lambdas.shape or not np.all(np.isfinite(log_bets)):
@@ -448,7 +554,8 @@ class RankBettingTest:
         test._a = ArmCounts.from_counts(support, counts[0])
         test._b = ArmCounts.from_counts(support, counts[1])
         test._twice_u = _twice_u(test._a, test._b)
-        if test._log_max < 0.0 or test._log_max < float(_log_mean_exp(log_bets)) - 1e-9:
+        if test._log_max < 0.0 or test._log_max < float(
+                _log_mean_exp(log_bets, weights=test.weights)) - 1e-9:
             raise ValueError("log_max: below the wealth now")
         return test
 

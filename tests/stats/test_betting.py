@@ -11,11 +11,15 @@ import pytest
 from scipy import stats
 
 from deviations.stats.betting import (
+    TUNED_FACTORS,
+    TUNED_TAIL,
+    TUNED_WEIGHTS,
     RankBettingTest,
     bets,
     earlier_counts,
     log_wealth,
     scores,
+    tuned_bets,
 )
 from tests.simulations.canary_ranks import (
     bimodal,
@@ -24,10 +28,12 @@ from tests.simulations.canary_ranks import (
     lognormal,
     stopping_ns,
 )
+from tests.simulations.canary_ranks_oracle import run_sets
 
 
 def _loop_test(batches: list[tuple[np.ndarray, np.ndarray]], alpha: float, seed: int,
-               lambdas: np.ndarray) -> tuple[float, float, bool, str]:
+               lambdas: np.ndarray, weights: np.ndarray | None = None
+               ) -> tuple[float, float, bool, str]:
     """The test written out one observation at a time in plain Python: the same
     value-independent draws as the class (each batch's random order, then pairs A, B as
     they complete), the rank of each value among all earlier ones counted by comparison,
@@ -37,6 +43,7 @@ def _loop_test(batches: list[tuple[np.ndarray, np.ndarray]], alpha: float, seed:
     wait_a: list[float] = []
     wait_b: list[float] = []
     wealth = [1.0] * len(lambdas)
+    share = [1.0 / len(lambdas)] * len(lambdas) if weights is None else weights.tolist()
     log_max = 0.0
     decision = "continue"
     side = False
@@ -61,14 +68,17 @@ def _loop_test(batches: list[tuple[np.ndarray, np.ndarray]], alpha: float, seed:
             u = (below + draw * (equal + 1)) / len(pooled)
             x = (1.0 if label_b else -1.0) * (2 * u - 1)
             wealth = [w * (1 + lam * x) for w, lam in zip(wealth, lambdas, strict=True)]
-            log_max = max(log_max, math.log(sum(wealth) / len(wealth)))
+            log_max = max(log_max, math.log(sum(
+                c * w for c, w in zip(share, wealth, strict=True))))
         if decision == "continue":
-            up = sum(w for w, lam in zip(wealth, lambdas, strict=True) if lam > 0)
-            down = sum(w for w, lam in zip(wealth, lambdas, strict=True) if lam < 0)
+            up = sum(c * w for c, w, lam in zip(share, wealth, lambdas, strict=True) if lam > 0)
+            down = sum(c * w for c, w, lam in zip(share, wealth, lambdas, strict=True)
+                       if lam < 0)
             side = up >= down
             if log_max >= math.log(1 / alpha):
                 decision = "reject"
-    return log_max, math.log(sum(wealth) / len(wealth)), side, decision
+    return log_max, math.log(sum(c * w for c, w in zip(share, wealth, strict=True))), side, \
+        decision
 
 
 @pytest.mark.parametrize("m", [0, 1, 2, 3, 5, 8, 17, 64, 100])
@@ -88,7 +98,8 @@ def test_earlier_counts_against_a_double_loop(m: int) -> None:
     (False, [(1, 0), (0, 3), (7, 2), (13, 29), (0, 0), (40, 41)]),
     (True, [(5, 9), (30, 1), (2, 2), (50, 50)]),
 ])
-def test_class_against_the_loop(ties: bool, sizes: list[tuple[int, int]]) -> None:
+@pytest.mark.parametrize("tuned", [False, True])
+def test_class_against_the_loop(ties: bool, sizes: list[tuple[int, int]], tuned: bool) -> None:
     rng = np.random.default_rng(7)
     batches = []
     for n_a, n_b in sizes:
@@ -96,10 +107,11 @@ def test_class_against_the_loop(ties: bool, sizes: list[tuple[int, int]]) -> Non
         if ties:
             a, b = np.round(a, 1), np.round(b, 1)
         batches.append((a, b))
-    test = RankBettingTest(0.2, seed=3)
+    lam, w = tuned_bets(0.05) if tuned else (bets(), None)
+    test = RankBettingTest(0.2, seed=3, lambdas=lam, weights=w)
     for a, b in batches:
         result = test.update(a, b)
-    log_max, now, side, decision = _loop_test(batches, 0.2, 3, bets())
+    log_max, now, side, decision = _loop_test(batches, 0.2, 3, lam, w)
     assert math.log(1 / result.p_value) == pytest.approx(log_max, rel=1e-9, abs=1e-12)
     assert result.log_wealth == pytest.approx(now, rel=1e-9, abs=1e-12)
     assert (result.b_larger, result.decision) == (side, decision)
@@ -234,13 +246,18 @@ def test_direction_is_valid_under_a_one_sided_null() -> None:
     assert wrong == 0
 
 
-def test_state_round_trip_continues_identically() -> None:
-    """Also with values waiting for a partner (B sends fewer)."""
+@pytest.mark.parametrize("tuned", [False, True])
+def test_state_round_trip_continues_identically(tuned: bool) -> None:
+    """Also with values waiting for a partner (B sends fewer), and with tuned weights."""
     rng = np.random.default_rng(5)
-    test = RankBettingTest(0.05, seed=9)
+    lam, w = tuned_bets(0.05) if tuned else (None, None)
+    test = RankBettingTest(0.05, seed=9, lambdas=lam, weights=w)
     for _ in range(5):
         test.update(np.round(rng.lognormal(0, 0.4, 20), 2), rng.lognormal(0.1, 0.4, 17))
     assert test.to_state()["wait_a"]
+    # Equal weights: the state is the one before weights (format 1, no "weights").
+    assert (test.to_state()["format"], "weights" in test.to_state()) == (
+        (2, True) if tuned else (1, False))
     copy = RankBettingTest.from_state(json.loads(json.dumps(test.to_state())))
     light = test.to_state(data=False)
     full = test.to_state()
@@ -270,7 +287,8 @@ def test_rank_effect_is_mann_whitney_u() -> None:
 
 
 @pytest.mark.parametrize("state_change", [
-    {"format": 2}, {"decision": "accept"}, {"log_bets": [0.0]},
+    {"format": 2}, {"format": 3}, {"weights": [1 / 24] * 24}, {"decision": "accept"},
+    {"log_bets": [0.0]},
     {"support": [2.0, 1.0], "counts_a": [1, 1], "counts_b": [0, 0]}, {"log_max": -1.0},
 ])
 def test_bad_states_raise(state_change: dict[str, object]) -> None:
@@ -290,3 +308,76 @@ def test_bad_parameters_raise(kwargs: dict[str, object]) -> None:
 def test_nan_raises() -> None:
     with pytest.raises(ValueError, match="finite"):
         RankBettingTest().update([np.nan], [1.0])
+
+
+def test_log_wealth_with_weights() -> None:
+    x = np.array([0.3, -0.2, 0.9, -1.0, 0.0])
+    lam = np.array([0.5, 0.1, -0.25])
+    w = np.array([0.2, 0.5, 0.3])
+    per_bet, mixture = log_wealth(x, lam, start=np.array([0.1, 0.0, -0.2]), weights=w)
+    np.testing.assert_allclose(mixture, np.log(w @ np.exp(per_bet)), rtol=1e-12)
+    _, equal_mix = log_wealth(x, lam, weights=np.full(3, 1 / 3))
+    np.testing.assert_allclose(equal_mix, log_wealth(x, lam)[1], rtol=1e-12)
+    for bad in ([0.5, 0.5, 0.5], [1.0, 0.0, 0.0], [0.5, 0.5]):
+        with pytest.raises(ValueError, match="weights"):
+            log_wealth(x, lam, weights=bad)
+
+
+def test_tuned_bets() -> None:
+    """The bets tuned to a stated effect: ``f lambda_s`` per side with ``lambda_s = 3
+    delta_s``, the most weight on 0.7, the default grid's smaller bets sharing the tail."""
+    effect = 0.0344  # lognormal, log-sd 0.4, median +5 %
+    lam, w = tuned_bets(effect)
+    k = len(TUNED_FACTORS)
+    np.testing.assert_allclose(lam[:k], 3 * effect * np.array(TUNED_FACTORS))
+    np.testing.assert_allclose(w[:k], (1 - TUNED_TAIL) * np.array(TUNED_WEIGHTS) / 2)
+    half = lam.size // 2
+    np.testing.assert_array_equal(lam[half:], -lam[:half])
+    np.testing.assert_array_equal(w[half:], w[:half])
+    assert math.isclose(w.sum(), 1.0)
+    tail = lam[k:half]
+    assert tail.size
+    assert np.all(tail < lam[:k].min())
+    assert set(tail.tolist()) <= set(bets()[:12].tolist())
+    assert lam[int(np.argmax(w))] == pytest.approx(0.7 * 3 * effect)
+    one, w1 = tuned_bets(effect, two_sided=False)
+    np.testing.assert_array_equal(one, lam[:half])
+    np.testing.assert_allclose(w1, 2 * w[:half])
+    big, _ = tuned_bets(0.4)  # capped at lambda_max
+    assert np.abs(big).max() == 0.5
+    for bad in (0.0, 0.5, -0.1):
+        with pytest.raises(ValueError, match="effect"):
+            tuned_bets(bad)
+    with pytest.raises(ValueError, match="factors"):
+        tuned_bets(effect, factors=(1.0,), weights=(0.5, 0.5))
+
+
+def test_tuned_bets_type_one_error_and_speed() -> None:
+    """The tuned bets keep Ville's bound under A/A (150 streams up to 3,000 per arm, looked
+    at after every batch of 20) and, at the stated effect, stop sooner than the default
+    grid on the same streams (lognormal median +10 %, 60 streams: the 80 % point of the
+    stopping n)."""
+    rng = np.random.default_rng(2205)
+    effect = 0.0669  # P(B > A) - 1/2 at median +10 %, lognormal log-sd 0.4
+    sets = {"default": (bets(), np.full(24, 1 / 24)), "2s": tuned_bets(effect),
+            "1s": tuned_bets(effect, two_sided=False)}
+    stops = run_sets(rng, lognormal(), lognormal(), 150, 3_000, sets)
+    for name, s in stops.items():
+        assert np.isfinite(s).sum() <= 0.05 * 150 + 2 * math.sqrt(0.05 * 0.95 * 150), name
+    stops = run_sets(rng, lognormal(), lognormal(1.10), 60, 3_000, sets)
+    q = {name: np.quantile(s, 0.8) for name, s in stops.items()}
+    assert q["1s"] < q["2s"] < q["default"]
+
+
+def test_weights_change_the_wealth_and_bad_weights_raise() -> None:
+    """The same data under tuned weights and under equal weights on the same bets differ
+    (the weights are used), and weights that do not fit the bets raise."""
+    lam, w = tuned_bets(0.05)
+    rng = np.random.default_rng(8)
+    a, b = rng.lognormal(0, 0.4, 200), rng.lognormal(0.1, 0.4, 200)
+    tuned = RankBettingTest(seed=1, lambdas=lam, weights=w).update(a, b)
+    flat = RankBettingTest(seed=1, lambdas=lam).update(a, b)
+    assert tuned.log_wealth != pytest.approx(flat.log_wealth, rel=1e-6)
+    for bad in (w[:-1], w * 2, -w):
+        with pytest.raises(ValueError, match="weights"):
+            RankBettingTest(lambdas=lam, weights=bad)
