@@ -465,6 +465,13 @@ class AnalysisBlock(models.Model):
     #: in blocks written before migration 0033 (readers then rank from the whole window).
     paper_deviations = models.BinaryField(null=True)
     shift_deviations = models.BinaryField(null=True)
+    #: In the median blocks, the block's rows as fixed-size row-major records of the fields
+    #: the matrix's default view reads (``traces.store.RECORD``: the shift rule with the
+    #: median, 82 bytes a row), stored uncompressed (``STORAGE EXTERNAL`` on PostgreSQL) so
+    #: that one ``substring`` fetches one row's record from its TOAST chunk: the matrix's
+    #: shown rows read ~100 records a block, not the block's 13 column-major fields. Null
+    #: in the mean blocks and in blocks written before migration 0035 (read the old way).
+    records = models.BinaryField(null=True)
     #: 0: part of the stored analysis. Otherwise the blocks an analysis in chunks of rows
     #: (``traces.analysis``, issue 24) has written so far, invisible to readers until its
     #: last step makes them stage 0 in one transaction (``traces.store.publish``).

@@ -90,8 +90,22 @@ BLOCK_ROWS = 1024
 #: (``read_deviations``): every other cell has no deviation whatever the practical change.
 DEVIATION = np.dtype([("row", "<i4"), ("verdict", "i1"), ("diff", "<f8"), ("before", "<f8")])
 DEVIATION_FIELDS = ("paper_deviations", "shift_deviations")
+#: The block fields the matrix's default view reads (the shift rule with the median: the
+#: fields ``_sources("median", "shifts", ...)`` gives for the matrix's keys), copied row-major
+#: into each median block's ``AnalysisBlock.records`` (migration 0035): one packed record of
+#: 82 bytes a row, so that the matrix's 100 shown rows read one ``substring`` per row and
+#: block (uncompressed, ``STORAGE EXTERNAL``: one TOAST chunk) instead of every block's 13
+#: column-major fields (docs/architecture.md, "Since the deviation records"). Per-pair fields
+#: of a series' first column hold their fill values.
+RECORD_FIELDS = ("n", "estimate", "order_lo", "order_hi", "shift_verdict", "shift_diff",
+                 "shift_lo", "shift_hi", "shift_p", "shift_before", "shift_flags",
+                 "shift_n_before", "shift_n_after")
+RECORD = np.dtype([(name, DTYPES[name]) for name in RECORD_FIELDS])  # packed
+#: Whether readers use the records (a switch for the tests and the benchmark, which compare
+#: them with the column-major read).
+USE_RECORDS = True
 _BLOCK_COLUMNS = ("series_id", "release_id", "metric", "estimator", "row_start", "rows",
-                  "stage", *BLOCK_FIELDS, *DEVIATION_FIELDS)
+                  "stage", *BLOCK_FIELDS, *DEVIATION_FIELDS, "records")
 _SUMMARY_COLUMNS = ("series_id", "generation", "release_ids", "function_ids", "run_ids",
                     "run_counts", "params", "snapshot_at")
 
@@ -104,6 +118,16 @@ def per_pair(field: str) -> bool:
 def fill(field: str) -> float:
     """The value of a field where nothing was computed."""
     return float(_FILL.get(field, np.nan))
+
+
+def records(values: Mapping[str, np.ndarray | None], rows: int) -> bytes:
+    """The :data:`RECORD` of ``rows`` rows from each field's values (None: its fill value,
+    e.g. a per-pair field of the first column): ``AnalysisBlock.records``."""
+    out = np.empty(rows, dtype=RECORD)
+    for name in RECORD_FIELDS:
+        got = values.get(name)
+        out[name] = fill(name) if got is None else got
+    return out.tobytes()
 
 
 @dataclass
@@ -289,7 +313,19 @@ def _blocks(
                             row.append(np.ascontiguousarray(values, DTYPES[field]).tobytes())
                     row += _deviation_entries(state, estimator, c, slice(start - first,
                                                                          stop - first))
+                    row.append(_records(state, c, slice(start - first, stop - first))
+                               if estimator == ESTIMATORS[0] else None)
                     yield row
+
+
+def _records(state: MetricArrays, c: int, rows: slice) -> bytes:
+    """``AnalysisBlock.records`` of column ``c``'s median block of ``rows`` (of the
+    arrays)."""
+    values: dict[str, np.ndarray | None] = {}
+    for name in RECORD_FIELDS:
+        array, offset = state.column(ESTIMATORS[0], name)
+        values[name] = None if c - offset < 0 else array[rows, c - offset]
+    return records(values, rows.stop - rows.start)
 
 
 def deviation_entries(verdict: np.ndarray, diff: np.ndarray, before: np.ndarray) -> bytes:
@@ -957,6 +993,88 @@ def _assemble_part(
     return out
 
 
+def _read_records(
+    series_id: int, metric: str, F: int, release_ids: np.ndarray,  # noqa: N803
+    window: bool, rows: np.ndarray, fields: Sequence[str],
+) -> dict[str, np.ndarray] | None:
+    """Arrays of ``fields`` (all in :data:`RECORD_FIELDS`) for the matrix rows ``rows``
+    (sorted) and the columns ``release_ids`` (``window`` False: every release) from the
+    median blocks' :data:`RECORD` records: on PostgreSQL one ``substring`` per row and block
+    (the rows joined from ``unnest``), elsewhere each block's whole value cut in numpy.
+    None when a block has no records (stored before migration 0035) or the blocks do not
+    cover each asked cell exactly once: the caller reads the fields then."""
+    size = RECORD.itemsize
+    query = AnalysisBlock.objects.filter(series_id=series_id, metric=metric,
+                                         estimator=ESTIMATORS[0], stage=0)
+    if window:
+        query = query.filter(release_id__in=[int(r) for r in release_ids])
+    if connection.vendor == "postgresql":
+        table = connection.ops.quote_name(AnalysisBlock._meta.db_table)
+        # Table name and record size are ours, not input.
+        sql = (f"SELECT b.release_id, b.row_start, r.row, substring(b.records "  # noqa: S608
+               f"from (r.row - b.row_start) * {size} + 1 for {size}) "
+               f"FROM {table} b JOIN unnest(%s::int4[]) AS r(row) "
+               "ON r.row >= b.row_start AND r.row < b.row_start + b.rows "
+               "WHERE b.series_id = %s AND b.metric = %s AND b.estimator = %s AND b.stage = 0")
+        params: list[Any] = [[int(r) for r in rows], series_id, metric, ESTIMATORS[0]]
+        if window:
+            sql += " AND b.release_id = ANY(%s::int8[])"
+            params.append([int(r) for r in release_ids])
+        connection.ensure_connection()
+        with psycopg.Cursor(connection.connection) as cursor:
+            cursor.execute(sql, params, binary=True)
+            found = cursor.fetchall()
+        if any(data is None for *_, data in found):
+            return None
+        READS["blocks"] += len({(int(rid), int(start)) for rid, start, *_ in found})
+        READS["bytes"] += len(found) * size
+        block_ids = np.array([rid for rid, *_ in found], dtype=np.int64)
+        matrix_rows = np.array([row for _, _, row, _ in found], dtype=np.int64)
+        data = b"".join(bytes(d) for *_, d in found)
+        if len(data) != len(found) * size:
+            return None
+        got = np.frombuffer(data, dtype=RECORD)
+    else:
+        blocks = list(_wanted_blocks(query, rows).values_list("release_id", "row_start",
+                                                               "rows", "records"))
+        parts = []
+        for release_id, row_start, n_rows, value in blocks:
+            if value is None or len(value) != n_rows * size:
+                return None
+            inside = rows[(rows >= row_start) & (rows < row_start + n_rows)]
+            parts.append((np.full(len(inside), release_id, dtype=np.int64), inside,
+                          np.frombuffer(bytes(value), dtype=RECORD)[inside - row_start]))
+        READS["blocks"] += len(blocks)
+        READS["bytes"] += sum(len(value) for *_, value in blocks)  # whole values
+        if not parts:
+            return None
+        block_ids = np.concatenate([p[0] for p in parts])
+        matrix_rows = np.concatenate([p[1] for p in parts])
+        got = np.concatenate([p[2] for p in parts])
+    R = len(release_ids)  # noqa: N806
+    position = {int(rid): c for c, rid in enumerate(release_ids)}
+    columns = np.array([position.get(int(rid), -1) for rid in block_ids], dtype=np.int64)
+    where = np.full(F, -1, dtype=np.int64)
+    where[rows] = np.arange(len(rows))
+    if np.any(columns < 0) or np.any(matrix_rows >= F):
+        return None
+    targets = where[matrix_rows]
+    if np.any(targets < 0):
+        return None
+    # Each asked cell exactly once: blocks rewritten while they were read fail this.
+    cells = np.bincount(targets * R + columns, minlength=len(rows) * R)
+    if not np.all(cells == 1):
+        return None
+    out = _filled(len(rows), R, fields)
+    later = columns > 0  # per-pair fields: the first column's pair is not read
+    for name in fields:
+        if per_pair(name):
+            out[name][targets[later], columns[later] - 1] = got[name][later]
+        else:
+            out[name][targets, columns] = got[name]
+    return out
+
+
 @dataclass(frozen=True)
 class Deviations:
     """The cells of a window whose stored verdict is a deviation (``read_deviations``).
@@ -1076,10 +1194,18 @@ def read_analysis(
         for est, names in reads:
             if not names:
                 continue
-            found, span = _read_blocks(
-                series.pk, metric, est, names,
-                None if columns is None else release_ids, rows)
-            part = _assemble_part(len(function_ids), release_ids, rows, found, span, names)
+            part = None
+            if (USE_RECORDS and rows is not None and len(rows) and est == ESTIMATORS[0]
+                    and set(names) <= set(RECORD_FIELDS)):
+                # Rows of the default view (the matrix's shown rows): their records.
+                part = _read_records(series.pk, metric, len(function_ids), release_ids,
+                                     columns is not None, rows, names)
+            if part is None:
+                found, span = _read_blocks(
+                    series.pk, metric, est, names,
+                    None if columns is None else release_ids, rows)
+                part = _assemble_part(len(function_ids), release_ids, rows, found, span,
+                                      names)
             if part is None:
                 return None
             got |= part

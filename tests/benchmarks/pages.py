@@ -303,8 +303,9 @@ class StoredFiller:
 
     def _blocks(self, release_id: int, c: int, column: dict[str, np.ndarray],
                 previous: dict[str, np.ndarray] | None) -> Iterator[list[Any]]:
-        """The block rows of one release, with the deviation records ``traces.store``
-        writes (the paper rule's ``before``: the previous release's estimate)."""
+        """The block rows of one release, with the deviation records and the median
+        blocks' row records ``traces.store`` writes (the paper rule's ``before``: the
+        previous release's estimate)."""
         from deviations.traces import store
 
         encoded = {k: np.ascontiguousarray(v, store.DTYPES[k]) for k, v in column.items()}
@@ -329,6 +330,11 @@ class StoredFiller:
                             column["shift_verdict"][rows], column["shift_diff"][rows],
                             column["shift_before"][rows]) if estimator == store.ESTIMATORS[0]
                             else b"")
+                    # The median blocks' row-major records of the default view's fields.
+                    row.append(store.records(
+                        {k: None if store.per_pair(k) and c == 0 else encoded[k][rows]
+                         for k in store.RECORD_FIELDS}, stop - start)
+                        if estimator == store.ESTIMATORS[0] else None)
                     yield row
 
 

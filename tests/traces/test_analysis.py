@@ -339,6 +339,29 @@ def assert_same_as_full(series: Series) -> None:
             assert got[key].dtype == expected.dtype, (kind, key)
             np.testing.assert_array_equal(got[key], expected, err_msg=f"{kind} {key}")
     assert_records_match_cells(series)
+    assert assert_row_records_hold_the_fields(series) > 0
+
+
+def assert_row_records_hold_the_fields(series: Series) -> int:
+    """Every median block's row records (``store.RECORD``, what the matrix's shown rows
+    are read from) hold its fields' values (per-pair fields of the first column: their
+    fill values); the mean blocks have none. Returns the blocks checked."""
+    from deviations.traces import store
+
+    blocks = AnalysisBlock.objects.filter(series=series, stage=0)
+    assert not blocks.filter(estimator="mean", records__isnull=False).exists()
+    checked = 0
+    for block in blocks.filter(estimator="median"):
+        assert block.records is not None
+        got = np.frombuffer(bytes(block.records), dtype=store.RECORD)
+        assert len(got) == block.rows
+        for name in store.RECORD_FIELDS:
+            value = bytes(getattr(block, name) or b"")
+            expected = (np.frombuffer(value, dtype=store.DTYPES[name]) if value
+                        else np.full(block.rows, store.fill(name), dtype=store.DTYPES[name]))
+            np.testing.assert_array_equal(got[name], expected, err_msg=name)
+        checked += 1
+    return checked
 
 
 def assert_records_match_cells(series: Series) -> None:

@@ -1,13 +1,19 @@
-"""The matrix ranks a window's functions from the blocks' deviation records (issue 24): the
-same pages (order, rows, cells) as ranking every cell of the window, after full,
-incremental and chunked analyses, new functions, and with a minimum practical change."""
+"""The matrix ranks a window's functions from the blocks' deviation records and reads the
+shown rows' cells from the median blocks' row records (issue 24): the same pages (order,
+rows, cells; HTML and JSON) as ranking every cell of the window and reading the shown rows'
+column-major fields, after full, incremental and chunked analyses, new functions, with a
+minimum practical change, and with blocks stored before migrations 0033 and 0035."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlencode
 
 import numpy as np
 import pytest
+from django.test import Client
 
 from deviations.core import memo
 from deviations.stats.releases import RULE_NAMES
@@ -30,8 +36,46 @@ QUERIES: list[dict[str, str]] = [
 ]
 
 
-def assert_same_pages(series: Series) -> int:
-    """Every query's page equals the one ranked from the window's cells; returns how many
+@contextmanager
+def row_records_read() -> Iterator[list[bool]]:
+    """Per call of ``store._read_records`` while inside: whether it answered (False: it
+    fell back to the column-major fields)."""
+    calls: list[bool] = []
+    original = store._read_records
+
+    def spy(*args: Any, **kwargs: Any) -> dict[str, np.ndarray] | None:
+        got = original(*args, **kwargs)
+        calls.append(got is not None)
+        return got
+
+    store._read_records = spy
+    try:
+        yield calls
+    finally:
+        store._read_records = original
+
+
+@contextmanager
+def column_major_rows() -> Iterator[None]:
+    """Shown rows read from the blocks' column-major fields (not their row records)."""
+    before = store.USE_RECORDS
+    store.USE_RECORDS = False
+    try:
+        yield
+    finally:
+        store.USE_RECORDS = before
+
+
+def default_view(query: MatrixQuery) -> bool:
+    """Whether the row records hold fields of ``query``'s view: the shift rule's (with the
+    mean, its comparison's fields, which live in the median blocks)."""
+    return query.rule == "shifts"
+
+
+def assert_same_pages(series: Series, *, row_records: bool = True) -> int:
+    """Every query's page equals the one ranked from the window's cells, and the one whose
+    shown rows are read from the column-major fields; ``row_records``: the default view's
+    shown rows came from the row records (else: every read fell back). Returns how many
     shown rows had a deviation (the comparison is not of empty pages)."""
     memo.forget()
     deviating = 0
@@ -44,11 +88,20 @@ def assert_same_pages(series: Series) -> int:
             assert generation is not None
             # The records were read (no fallback to the window's cells).
             assert matrix._ranked(series, query, window, generation) is not None
-            got = matrix_slice(series, query)
-            expected = matrix_slice(series, query, records=False)
+            with row_records_read() as calls:
+                got = matrix_slice(series, query)
             assert got is not None
+            shown = bool(got.function_ids)
+            assert calls == ([row_records] if default_view(query) and shown else []), params
+            with column_major_rows(), row_records_read() as calls:
+                memo.forget()
+                by_fields = matrix_slice(series, query)
+            assert calls == []
+            expected = matrix_slice(series, query, records=False)
+            assert by_fields is not None
             assert expected is not None
             assert_same_slice(got, expected, params | {"rule": rule})
+            assert_same_slice(by_fields, expected, params | {"rule": rule, "fields": "1"})
             deviating += int(np.count_nonzero(got.regressions + got.improvements))
     return deviating
 
@@ -108,6 +161,63 @@ def test_pages_ranked_from_records_after_chunked_analyses(settings: Any) -> None
     assert "incremental" in message, message
     assert "chunks" in message, message
     assert assert_same_pages(data.series) > 0
+
+
+@pytest.mark.usefixtures("small_blocks")
+def test_matrix_html_and_json_are_the_same_through_the_row_records(
+    settings: Any, client: Client,
+) -> None:
+    """The matrix page and ``matrix.json`` of every control, the shown rows read from the
+    row records and from the column-major fields: the same bytes."""
+    settings.DEVIATIONS_PAGE_CACHE_MB = 0
+    data = RandomSeries(54, functions=50)
+    for number in range(8):
+        data.add_runs(number, 3)
+    analysis.analyse_series(data.series.pk)
+    name = data.series.name
+    compared = 0
+    for params in QUERIES:
+        for rule in RULE_NAMES:
+            query = urlencode({**params, "rule": rule})
+            for url in (f"/series/{name}/?{query}", f"/series/{name}/matrix.json?{query}"):
+                memo.forget()
+                with row_records_read() as calls:
+                    got = client.get(url)
+                with column_major_rows():
+                    memo.forget()
+                    expected = client.get(url)
+                assert got.status_code == expected.status_code == 200, url
+                assert got.content == expected.content, url
+                compared += any(calls)
+    assert compared >= 2 * 10  # the default view's pages did read the row records
+
+
+@pytest.mark.usefixtures("small_blocks")
+def test_blocks_without_row_records_are_read_from_their_fields(settings: Any) -> None:
+    """Blocks stored before migration 0035 have no row records: the shown rows are read
+    from the blocks' fields, as before, until an analysis rewrites them."""
+    settings.DEVIATIONS_PAGE_CACHE_MB = 0
+    data = RandomSeries(55, functions=40)
+    for number in range(7):
+        data.add_runs(number, 3)
+    analysis.analyse_series(data.series.pk)
+    assert AnalysisBlock.objects.filter(estimator="median", records__isnull=True).count() == 0
+    assert AnalysisBlock.objects.filter(estimator="mean", records__isnull=False).count() == 0
+    head = store.read_head(data.series.pk)
+    assert head is not None
+    # One column's blocks as stored before the migration.
+    AnalysisBlock.objects.filter(release_id=int(head.release_ids[-2])).update(records=None)
+    assert assert_same_pages(data.series, row_records=False) > 0
+    analysis.analyse_series(data.series.pk, force=True)
+    assert assert_same_pages(data.series) > 0
+
+
+def test_row_records_hold_the_default_views_fields() -> None:
+    """The records hold exactly the fields the matrix's default view is made of, packed."""
+    fields = store._sources(store.ESTIMATORS[0], "shifts",
+                            list(matrix.PER_RELEASE + matrix.PER_PAIR))
+    assert set(fields) == set(store.RECORD_FIELDS)
+    assert store.RECORD.itemsize == sum(store.DTYPES[f].itemsize for f in fields) == 82
 
 
 @pytest.mark.usefixtures("small_blocks")
