@@ -35,6 +35,29 @@ bets and weights fixed before the data keep (2): :func:`tuned_bets` concentrates
 stated smallest effect that matters (measured in docs/statistics.md, "Against the
 target"; not the canaries' default).
 
+**Bets tuned to a stated change in the values' unit (measured, not used by canaries).**
+:func:`shifted_effect` estimates the rank effect of a stated change ``d`` of the values
+from a sample ``a`` of arm A: ``theta_hat(d) = P(A' + d > A) + P(A' + d = A)/2`` over the
+ordered pairs ``i != j`` (a U-statistic); :func:`adaptive_lambdas` turns
+``theta_hat(+d) - 1/2`` (B larger) and ``1/2 - theta_hat(-d)`` (B smaller) into the bets of
+a mixture with a fixed number K of components and fixed weights
+(:func:`adaptive_weights`): per side the :func:`tuned_bets` factors ``3 f delta`` and the
+default grid as a tail. Two ways to feed it, both in ``tests.simulations.
+canary_ranks_oracle`` (docs/statistics.md, "Against the target"):
+
+* *held out*: ``theta_hat`` from A values that are never scored (the stream's first
+  batch of A); given them the bets are fixed before the scored data, so (2) holds exactly;
+* *adaptive*: ``theta_hat`` per look from the A values scored before it ("predictable"
+  bets, as in Waudby-Smith and Ramdas 2024's predictable plug-in). That argument needs
+  scores of conditional mean 0 given the data the bets are computed from, and the rank scores have
+  it only given the past **ranks**: given the past values, an A score has mean ``-(t-1)(1 -
+  2 m)/t`` and a pair A, B scored with one bet ``-t (1 - 2 m)/((t + 1)(t + 2))``, ``m`` =
+  the mean of ``F(z_i)`` over the t past values (a simulation of 2,000,000 pairs given 10
+  past values agrees within 0.1 standard error). So a bet computed from the values is not
+  covered by (2). The pairs' drift is typically of order ``lambda t^{-3/2}`` (``|1 - 2 m|``
+  is about ``0.58 / sqrt t``) and summed from 50 A values on stays within a few hundredths
+  of a nat, below what an A/A simulation resolves; but that is an estimate, not a bound.
+
 **Why it has power, and as much as Mann–Whitney.** When half the past is each arm, a new B
 observation's ``2 u_t - 1`` has mean ``(theta - 1/2)`` with ``theta = P(B > A) + P(B = A)/2``
 (the rank effect that Mann–Whitney estimates): against the other arm's half it has mean
@@ -95,10 +118,10 @@ from ._typing import FloatArray, IntArray
 from .quantiles import ArmCounts
 
 __all__ = [
-    "LAMBDA_MAX", "RATIO", "STEPS", "TUNED_FACTORS", "TUNED_TAIL", "TUNED_WEIGHTS",
-    "RankBettingResult",
-    "RankBettingTest", "bets", "earlier_counts", "log_wealth", "rank_effect", "scores",
-    "tuned_bets",
+    "ADAPTIVE_FALLBACK", "ADAPTIVE_MIN_A", "LAMBDA_MAX", "RATIO", "STEPS", "TUNED_FACTORS",
+    "TUNED_TAIL", "TUNED_WEIGHTS", "RankBettingResult",
+    "RankBettingTest", "adaptive_lambdas", "adaptive_weights", "bets", "earlier_counts",
+    "log_wealth", "rank_effect", "scores", "shifted_effect", "tuned_bets",
 ]
 
 Decision = Literal["continue", "reject"]
@@ -187,6 +210,73 @@ def tuned_bets(effect: float, *, two_sided: bool = True,
     lam: FloatArray = np.concatenate((positive, -positive))
     out_w: FloatArray = np.concatenate((side_w, side_w)) / 2.0
     return lam, out_w
+
+
+#: Adaptive tuned bets (:func:`adaptive_lambdas`): arm A's scored values needed before the
+#: tuned components bet on the effect estimated from them (until then they bet
+#: ``ADAPTIVE_FALLBACK``).
+ADAPTIVE_MIN_A = 50
+#: What the tuned components bet before ``ADAPTIVE_MIN_A`` (the default grid's bets
+#: 0.044 ... 0.177, one per factor, in the factors' order).
+ADAPTIVE_FALLBACK = tuple(float(v) for v in bets()[[7, 6, 5, 4, 3]])
+
+
+def shifted_effect(a: npt.ArrayLike, shift: float) -> float:
+    """``theta_hat(d) = P(A' + d > A) + P(A' + d = A)/2`` over the ordered pairs ``i != j``
+    of the sample ``a`` (a U-statistic; ``d`` = ``shift``, in the values' unit)."""
+    values = np.sort(np.asarray(a, dtype=np.float64))
+    n = values.size
+    if n < 2:
+        return 0.5
+    q = values + shift
+    below = np.searchsorted(values, q, side="left")
+    at_or_below = np.searchsorted(values, q, side="right")
+    twice = float(np.sum(below + at_or_below))  # 2 #{a' + d > a} + #{a' + d = a}, n^2 pairs
+    self_pairs = 2.0 * n if shift > 0 else (float(n) if shift == 0 else 0.0)
+    return (twice - self_pairs) / (2.0 * n * (n - 1))
+
+
+def adaptive_weights(sides: int, weights: tuple[float, ...] = TUNED_WEIGHTS,
+                     tail: float = TUNED_TAIL) -> FloatArray:
+    """The fixed weights of :func:`adaptive_lambdas`'s components: per side the tuned
+    factors ``(1 - tail) w_f`` and the default grid's ``STEPS`` bets ``tail / STEPS`` each;
+    ``sides`` = +1 or -1 one side, 0 both (each half)."""
+    w = np.asarray(weights, dtype=np.float64)
+    side = np.concatenate(((1.0 - tail) * w / w.sum(), np.full(STEPS, tail / STEPS)))
+    out: FloatArray = side if sides else np.concatenate((side, side)) / 2.0
+    return out
+
+
+def adaptive_lambdas(effect_up: npt.ArrayLike, effect_down: npt.ArrayLike, sides: int,
+                     factors: tuple[float, ...] = TUNED_FACTORS,
+                     lambda_max: float = LAMBDA_MAX) -> FloatArray:
+    """Bets of the adaptive tuned mixture, shape ``(..., K)`` (K fixed: per side
+    ``len(factors)`` tuned components then the default grid's ``STEPS`` bets).
+
+    ``effect_up`` = ``theta_hat(+d) - 1/2`` (the effect of B larger by the stated change),
+    ``effect_down`` = ``1/2 - theta_hat(-d)`` (B smaller), NaN where not yet estimated (the
+    tuned components then bet ``ADAPTIVE_FALLBACK``). Tuned bets ``3 f effect``, clipped
+    to ``[smallest grid bet, lambda_max]``. ``sides``: +1 the positive side only ("B
+    larger"), -1 the negative only, 0 both (positive side first)."""
+    f = np.asarray(factors, dtype=np.float64)
+    grid = bets(lambda_max)[:STEPS]
+    low = float(grid[-1])
+
+    def side(effect: npt.ArrayLike) -> FloatArray:
+        e = np.asarray(effect, dtype=np.float64)[..., None]
+        fallback = np.asarray(ADAPTIVE_FALLBACK, dtype=np.float64)
+        tuned = np.where(np.isnan(e), fallback, np.clip(3.0 * f * np.nan_to_num(e), low,
+                                                        lambda_max))
+        tail = np.broadcast_to(grid, (*tuned.shape[:-1], STEPS))
+        out: FloatArray = np.concatenate((tuned, tail), axis=-1)
+        return out
+
+    if sides > 0:
+        return side(effect_up)
+    if sides < 0:
+        return -side(effect_down)
+    both: FloatArray = np.concatenate((side(effect_up), -side(effect_down)), axis=-1)
+    return both
 
 
 def earlier_counts(v: npt.ArrayLike) -> tuple[IntArray, IntArray]:

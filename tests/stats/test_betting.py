@@ -11,14 +11,19 @@ import pytest
 from scipy import stats
 
 from deviations.stats.betting import (
+    ADAPTIVE_FALLBACK,
+    STEPS,
     TUNED_FACTORS,
     TUNED_TAIL,
     TUNED_WEIGHTS,
     RankBettingTest,
+    adaptive_lambdas,
+    adaptive_weights,
     bets,
     earlier_counts,
     log_wealth,
     scores,
+    shifted_effect,
     tuned_bets,
 )
 from tests.simulations.canary_ranks import (
@@ -28,7 +33,7 @@ from tests.simulations.canary_ranks import (
     lognormal,
     stopping_ns,
 )
-from tests.simulations.canary_ranks_oracle import run_sets
+from tests.simulations.canary_ranks_oracle import adaptive_effects, run_sets
 
 
 def _loop_test(batches: list[tuple[np.ndarray, np.ndarray]], alpha: float, seed: int,
@@ -381,3 +386,62 @@ def test_weights_change_the_wealth_and_bad_weights_raise() -> None:
     for bad in (w[:-1], w * 2, -w):
         with pytest.raises(ValueError, match="weights"):
             RankBettingTest(lambdas=lam, weights=bad)
+
+
+def _pairs_effect(a: np.ndarray, d: float) -> float:
+    """``P(A' + d > A) + P(A' + d = A)/2`` over ordered pairs i != j, by comparison."""
+    total = 0.0
+    for i in range(a.size):
+        for j in range(a.size):
+            if i != j:
+                total += 1.0 if a[i] + d > a[j] else 0.5 if a[i] + d == a[j] else 0.0
+    return total / (a.size * (a.size - 1))
+
+
+@pytest.mark.parametrize("d", [40.0, -40.0, 1.0, -1.0])
+def test_shifted_effect_against_pairs(d: float) -> None:
+    """theta_hat(d) against a double loop, continuous values and values on a grid (ties at
+    the shift: half)."""
+    rng = np.random.default_rng(31)
+    for a in (rng.lognormal(np.log(800), 0.4, 60), np.round(rng.lognormal(0, 0.3, 60) * 5)):
+        assert shifted_effect(a, d) == pytest.approx(_pairs_effect(a, d), abs=1e-12)
+    assert shifted_effect(np.array([1.0]), d) == 0.5
+
+
+def test_adaptive_effects_of_the_simulation_per_look() -> None:
+    """The simulation's prefix counts give ``shifted_effect`` of the A values scored before
+    each look (NaN until ``ADAPTIVE_MIN_A``)."""
+    rng = np.random.default_rng(32)
+    a = rng.gamma(6.25, 120.0, (3, 200))
+    for d in (35.0, -35.0):
+        got = adaptive_effects(a, d, step=20)
+        assert got.shape == (3, 10)
+        assert np.all(np.isnan(got[:, :3]))
+        for row in range(3):
+            for look in range(3, 10):
+                assert got[row, look] == pytest.approx(shifted_effect(a[row, :20 * look], d),
+                                                       abs=1e-12)
+
+
+def test_adaptive_lambdas_and_weights() -> None:
+    """Fixed K per side (tuned factors, then the default grid), fallback before the effect
+    is estimated, clipping, signs per side; weights fixed and summing to 1."""
+    k = len(TUNED_FACTORS)
+    lam = adaptive_lambdas(np.array([np.nan, 0.03, 0.4, -0.01]), np.nan, 1)
+    assert lam.shape == (4, k + STEPS)
+    np.testing.assert_allclose(lam[0, :k], ADAPTIVE_FALLBACK)
+    np.testing.assert_allclose(lam[1, :k], 0.09 * np.array(TUNED_FACTORS))
+    assert lam[2, :k].max() == 0.5
+    assert lam[3, :k].min() == bets()[STEPS - 1]
+    np.testing.assert_array_equal(lam[:, k:], np.broadcast_to(bets()[:STEPS], (4, STEPS)))
+    down = adaptive_lambdas(np.nan, 0.03, -1)
+    np.testing.assert_allclose(down, -lam[1])
+    both = adaptive_lambdas(0.03, 0.02, 0)
+    np.testing.assert_allclose(both[: k + STEPS], lam[1])
+    np.testing.assert_allclose(both[k + STEPS:], -adaptive_lambdas(0.02, np.nan, 1))
+    for sides, size in ((1, k + STEPS), (0, 2 * (k + STEPS))):
+        w = adaptive_weights(sides)
+        assert w.shape == (size,)
+        assert math.isclose(w.sum(), 1.0)
+    np.testing.assert_allclose(adaptive_weights(1)[:k],
+                               (1 - TUNED_TAIL) * np.array(TUNED_WEIGHTS))
