@@ -12,6 +12,7 @@ from scipy import stats
 
 from deviations.stats.betting import (
     ADAPTIVE_FALLBACK,
+    HELD_OUT,
     STEPS,
     TUNED_FACTORS,
     TUNED_TAIL,
@@ -21,6 +22,7 @@ from deviations.stats.betting import (
     adaptive_weights,
     bets,
     earlier_counts,
+    held_out_bets,
     log_wealth,
     scores,
     shifted_effect,
@@ -445,3 +447,114 @@ def test_adaptive_lambdas_and_weights() -> None:
         assert math.isclose(w.sum(), 1.0)
     np.testing.assert_allclose(adaptive_weights(1)[:k],
                                (1 - TUNED_TAIL) * np.array(TUNED_WEIGHTS))
+
+
+def test_held_out_bets() -> None:
+    """tuned_bets at theta_hat(+d) - 1/2 (B larger), 1/2 - theta_hat(-d) (B smaller)."""
+    a = np.random.default_rng(3).lognormal(np.log(800), 0.4, HELD_OUT)
+    up, down = shifted_effect(a, 80.0) - 0.5, 0.5 - shifted_effect(a, -80.0)
+    assert 0.0 < up < 0.49
+    assert 0.0 < down < 0.49
+    for got, want in ((held_out_bets(a, 80.0, 1), tuned_bets(up, two_sided=False)),
+                      (held_out_bets(a, 80.0, -1), tuple(-x if k == 0 else x for k, x in
+                                                        enumerate(tuned_bets(
+                                                            down, two_sided=False))))):
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    lam, w = held_out_bets(a, 80.0, 0)
+    assert (lam > 0).sum() == (lam < 0).sum()
+    assert math.isclose(w.sum(), 1.0)
+    assert math.isclose(w[lam > 0].sum(), 0.5)
+    # a stated change far beyond the spread: the effect is clipped, the bets stay < 1
+    assert np.all(np.abs(held_out_bets(a, 1e6, 0)[0]) < 1.0)
+    for change, sides in ((0.0, 1), (-1.0, 1), (math.nan, 1), (1.0, 2)):
+        with pytest.raises(ValueError, match="change"):
+            held_out_bets(a, change, sides)
+        with pytest.raises(ValueError, match="tuned"):
+            RankBettingTest(tuned=(change, sides))
+
+
+def test_a_tuned_test_holds_out_its_first_a_values_then_bets_as_they_set() -> None:
+    """Nothing is scored before HELD_OUT A values are held; they set the bets and are never
+    scored: afterwards the test is a test with those bets fed the other values."""
+    rng = np.random.default_rng(8)
+    held = rng.lognormal(0, 0.4, HELD_OUT)
+    early = RankBettingTest(0.05, seed=4, tuned=(0.05, 1))
+    first = early.update(held[:12], rng.lognormal(0, 0.4, 30))  # B before A's held values
+    assert (early.ready, first.log_wealth, first.n_a, first.n_b, first.effect) == (
+        False, 0.0, 12, 30, 0.5)
+    test = RankBettingTest(0.05, seed=4, tuned=(0.05, 1))
+    test.update(held[:12], [])
+    test.update(held[12:], [])
+    assert test.ready
+    lam, w = held_out_bets(held, 0.05, 1)
+    np.testing.assert_array_equal(test.lambdas, lam)
+    np.testing.assert_array_equal(test.weights, w)
+    assert np.all(test.lambdas > 0)  # one-sided: "B larger" only
+    # the same later looks through a test built with those bets (its looks counter where
+    # the tuned test's is, so that both draw the same orders and smoothing)
+    reference = RankBettingTest(0.05, seed=4, lambdas=lam, weights=w)
+    reference._looks = test._looks  # noqa: SLF001
+    for _ in range(6):
+        a, b = rng.lognormal(0, 0.4, 20), rng.lognormal(0.1, 0.4, 20)
+        got, want = test.update(a, b), reference.update(a, b)
+        assert got.log_wealth == want.log_wealth
+        assert got.p_value == want.p_value
+        assert (got.n_a, got.n_b) == (want.n_a + HELD_OUT, want.n_b)
+        assert got.effect == want.effect
+    assert test.result().log_wealth != 0.0
+
+
+@pytest.mark.parametrize("looks", [1, 4])
+def test_a_tuned_tests_state_round_trip_continues_identically(looks: int) -> None:
+    """Before the held-out values are complete (1 look) and after (4), through JSON and
+    through the canary's path (the arms' data passed back)."""
+    rng = np.random.default_rng(6)
+    test = RankBettingTest(0.05, seed=2, tuned=(0.1, 0))
+    for _ in range(looks):
+        test.update(np.round(rng.lognormal(0, 0.4, 7), 2), rng.lognormal(0.1, 0.4, 5))
+    state = test.to_state()
+    assert (state["format"], state["tuned"], len(state["held"])) == (
+        3, [0.1, 0], min(HELD_OUT, 7 * looks))
+    copy = RankBettingTest.from_state(json.loads(json.dumps(state)))
+    light = test.to_state(data=False)
+    rebuilt = RankBettingTest.from_state({**light, "support": state["support"],
+                                          "counts_a": state["counts_a"],
+                                          "counts_b": state["counts_b"]})
+    for _ in range(5):
+        a, b = rng.lognormal(0, 0.4, 20), rng.lognormal(0.1, 0.4, 20)
+        want = test.update(a, b)
+        assert copy.update(a, b) == want
+        assert rebuilt.update(a, b) == want
+    assert copy.to_state() == test.to_state()
+    with pytest.raises(ValueError, match="format"):
+        RankBettingTest.from_state({**state, "format": 1})
+    with pytest.raises(ValueError, match="held"):
+        RankBettingTest.from_state({**state, "held": state["held"] * 3})
+
+
+def test_a_tuned_test_keeps_type_one_error_and_stops_sooner_at_its_change() -> None:
+    """Through the class, batches of 20 per arm looked at after each: A/A (60 streams up
+    to 1,500 per arm) rejects within Ville's bound; lognormal median +10 % stated as a
+    change of 10 % of the median (30 streams): one-sided tuned bets stop sooner than the
+    default grid on the same streams (the 80 % point of the stopping n)."""
+    def stop(test: RankBettingTest, rng: np.random.Generator, factor: float,
+             n: int) -> float:
+        for _ in range(n // 20):
+            if test.update(rng.lognormal(0, 0.4, 20),
+                           factor * rng.lognormal(0, 0.4, 20)).decision == "reject":
+                return float(test.n_a)
+        return math.inf
+
+    change = 0.1  # 10 % of the median (1.0)
+    rejected = sum(np.isfinite(stop(RankBettingTest(0.05, seed=s, tuned=(change, 1)),
+                                    np.random.default_rng(900 + s), 1.0, 1500))
+                   for s in range(60))
+    assert rejected <= 0.05 * 60 + 2 * math.sqrt(0.05 * 0.95 * 60)
+    tuned, default = [], []
+    for s in range(30):
+        tuned.append(stop(RankBettingTest(0.05, seed=s, tuned=(change, 1)),
+                          np.random.default_rng(700 + s), 1.10, 3000))
+        default.append(stop(RankBettingTest(0.05, seed=s), np.random.default_rng(700 + s),
+                            1.10, 3000))
+    assert np.quantile(tuned, 0.8) < np.quantile(default, 0.8)

@@ -457,3 +457,53 @@ def test_a_long_backlog_is_applied_in_pieces_of_bounded_size(
     assert sizes == [90] * 6 + [60, 250]  # the bound, but one batch is never split
     assert CanaryPoint.objects.filter(canary=canary).count() == len(pieces)
     assert state.apply_pending(canary.pk) == state.NOTHING
+
+
+def test_a_canary_with_a_smallest_change_tunes_its_rank_test(committed: Any) -> None:
+    """min_effect with the rank test: bets tuned to it from the first 20 A values (held
+    out, not scored), on the bad side only; the page says so; a cold worker continues it;
+    a canary whose bad side is the other one does not reject on this change."""
+    rng = np.random.default_rng(16)
+    a, b = rng.gamma(10, 10, 5000), rng.gamma(10, 11, 5000)  # median +10 %: ~10 ms
+    tuned = _canary(name="tuned", method="ranks", min_effect=10.0, unit="ms")
+    other = _canary(name="other", method="ranks", min_effect=10.0, bad="lower")
+    assert tuned.rank_tuning() == (10.0, 1)
+    assert other.rank_tuning() == (10.0, -1)
+    text = selectors.method_text(tuned)
+    assert text.startswith("rank betting test tuned to a change of 10 ms (its bets set by "
+                           "the first 20 A values, which it does not score)")
+    assert text.endswith("looks for B larger only")
+    for canary in (tuned, other):
+        for i in range(50):
+            part = slice(i * 100, (i + 1) * 100)
+            committed(services.receive_batch, canary.pk, f"a{i}", "A", a[part].tolist())
+            committed(services.receive_batch, canary.pk, f"b{i}", "B", b[part].tolist())
+            if _state(canary).decision != "continue":
+                break
+    st = _state(tuned)
+    assert (st.decision, st.headline) == ("reject", "regression")
+    ranks = st.summary["ranks"]
+    assert (ranks["format"], ranks["tuned"], len(ranks["held"])) == (3, [10.0, 1], 20)
+    assert set(ranks["held"]) <= set(to_grid(a[:100], tuned.resolution).tolist())
+    assert _state(other).decision == "continue"  # B larger is not the bad side there
+    # a canary without min_effect keeps the default grid, two-sided
+    plain = _canary(name="plain", method="ranks")
+    assert plain.rank_tuning() is None
+    assert selectors.method_text(plain) == plain.get_method_display()
+    # a cold worker rebuilds the tuned test from its stored state and continues as the warm
+    # one would have
+    services.continue_canary(tuned)
+    warm = state._cache[tuned.pk][2]
+    assert warm is not None
+    warm_state = warm.to_state()
+    state.forget_cache()
+    more_a, more_b = rng.gamma(10, 10, 30), rng.gamma(10, 11, 20)
+    committed(services.receive_batch, tuned.pk, "more-a", "A", more_a.tolist())
+    committed(services.receive_batch, tuned.pk, "more-b", "B", more_b.tolist())
+    rebuilt = state._cache[tuned.pk][2]
+    assert rebuilt is not None
+    assert rebuilt.tuned == (10.0, 1)
+    reference = RankBettingTest.from_state(warm_state)
+    reference.update(to_grid(more_a, tuned.resolution), [])
+    reference.update([], to_grid(more_b, tuned.resolution))
+    assert rebuilt.to_state() == reference.to_state()
