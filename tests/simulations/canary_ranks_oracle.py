@@ -71,12 +71,8 @@ from tests.simulations.canary_quantiles import (
     fmt,
     n_at_power,
 )
-from tests.simulations.canary_ranks import DISTRIBUTIONS
+from tests.simulations.canary_ranks import AA_N, ALPHA, CHUNK, DISTRIBUTIONS, STEP
 
-ALPHA = 0.05
-STEP = 20
-AA_N = 10_000
-CHUNK = 20
 ORACLE_FACTORS = (0.7, 1.0)
 POWERS = (0.5, 0.8, 0.9)
 
@@ -161,11 +157,16 @@ def first_looks_adaptive(x: np.ndarray, lambdas: np.ndarray, weights: np.ndarray
         per_bet = np.cumsum(np.log1p(lam * x[row][None, :]), axis=1)
         top = per_bet.max(axis=0)
         mixture = top + np.log(weights @ np.exp(per_bet - top))
-        looks = np.maximum.accumulate(mixture)[2 * step - 1::2 * step]
-        hit = np.flatnonzero(looks >= level)
-        if hit.size:
-            out[row] = (hit[0] + 1) * step
+        out[row] = _first_stop(mixture, step, level)
     return out
+
+
+def _first_stop(mixture: np.ndarray, step: int, level: float) -> float:
+    """Observations per arm at the first look (after every ``step`` pairs) whose running
+    maximum of the log-wealth reaches ``level``; inf if none."""
+    looks = np.maximum.accumulate(mixture)[2 * step - 1::2 * step]
+    hit = np.flatnonzero(looks >= level)
+    return float((hit[0] + 1) * step) if hit.size else math.inf
 
 
 def stream_scores(rng: np.random.Generator, draw_a: Callable[..., np.ndarray],
@@ -200,10 +201,7 @@ def first_looks(x: np.ndarray, bet_set: BetSet, *, alpha: float = ALPHA,
     out = np.full(x.shape[0], np.inf)
     for row in range(x.shape[0]):
         _, mixture = log_wealth(x[row], lambdas, weights=weights)
-        looks = np.maximum.accumulate(mixture)[2 * step - 1::2 * step]
-        hit = np.flatnonzero(looks >= level)
-        if hit.size:
-            out[row] = (hit[0] + 1) * step
+        out[row] = _first_stop(mixture, step, level)
     return out
 
 

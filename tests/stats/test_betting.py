@@ -265,10 +265,17 @@ def test_state_round_trip_continues_identically(tuned: bool) -> None:
     # Equal weights: the state is the one before weights (format 1, no "weights").
     assert (test.to_state()["format"], "weights" in test.to_state()) == (
         (2, True) if tuned else (1, False))
-    copy = RankBettingTest.from_state(json.loads(json.dumps(test.to_state())))
-    light = test.to_state(data=False)
+    _copies_continue_identically(test, rng)
+
+
+def _copies_continue_identically(test: RankBettingTest, rng: np.random.Generator
+                                 ) -> RankBettingTest:
+    """Copies of ``test`` through JSON and through the canary's path (the state without the
+    arms' data, given them back) continue as it does for five more looks; the JSON copy."""
     full = test.to_state()
-    rebuilt = RankBettingTest.from_state({**light, "support": full["support"],
+    copy = RankBettingTest.from_state(json.loads(json.dumps(full)))
+    rebuilt = RankBettingTest.from_state({**test.to_state(data=False),
+                                          "support": full["support"],
                                           "counts_a": full["counts_a"],
                                           "counts_b": full["counts_b"]})
     for _ in range(5):
@@ -276,6 +283,7 @@ def test_state_round_trip_continues_identically(tuned: bool) -> None:
         want = test.update(a, b)
         assert copy.update(a, b) == want
         assert rebuilt.update(a, b) == want
+    return copy
 
 
 def test_rank_effect_is_mann_whitney_u() -> None:
@@ -516,17 +524,7 @@ def test_a_tuned_tests_state_round_trip_continues_identically(looks: int) -> Non
     state = test.to_state()
     assert (state["format"], state["tuned"], len(state["held"])) == (
         3, [0.1, 0], min(HELD_OUT, 7 * looks))
-    copy = RankBettingTest.from_state(json.loads(json.dumps(state)))
-    light = test.to_state(data=False)
-    rebuilt = RankBettingTest.from_state({**light, "support": state["support"],
-                                          "counts_a": state["counts_a"],
-                                          "counts_b": state["counts_b"]})
-    for _ in range(5):
-        a, b = rng.lognormal(0, 0.4, 20), rng.lognormal(0.1, 0.4, 20)
-        want = test.update(a, b)
-        assert copy.update(a, b) == want
-        assert rebuilt.update(a, b) == want
-    assert copy.to_state() == test.to_state()
+    assert _copies_continue_identically(test, rng).to_state() == test.to_state()
     with pytest.raises(ValueError, match="format"):
         RankBettingTest.from_state({**state, "format": 1})
     with pytest.raises(ValueError, match="held"):
