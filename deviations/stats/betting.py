@@ -35,6 +35,30 @@ bets and weights fixed before the data keep (2): :func:`tuned_bets` concentrates
 stated smallest effect that matters (measured in docs/statistics.md, "Against the
 target"; not the canaries' default).
 
+**Bets tuned to a stated change in the values' unit** (canaries with a ``min_effect`` use
+the held-out form: :func:`held_out_bets`, :class:`RankBettingTest` ``tuned``).
+:func:`shifted_effect` estimates the rank effect of a stated change ``d`` of the values
+from a sample ``a`` of arm A: ``theta_hat(d) = P(A' + d > A) + P(A' + d = A)/2`` over the
+ordered pairs ``i != j`` (a U-statistic); :func:`adaptive_lambdas` turns
+``theta_hat(+d) - 1/2`` (B larger) and ``1/2 - theta_hat(-d)`` (B smaller) into the bets of
+a mixture with a fixed number K of components and fixed weights
+(:func:`adaptive_weights`): per side the :func:`tuned_bets` factors ``3 f delta`` and the
+default grid as a tail. Two ways to feed it, both in ``tests.simulations.
+canary_ranks_oracle`` (docs/statistics.md, "Against the target"):
+
+* *held out*: ``theta_hat`` from A values that are never scored (the stream's first
+  batch of A); given them the bets are fixed before the scored data, so (2) holds exactly;
+* *adaptive*: ``theta_hat`` per look from the A values scored before it ("predictable"
+  bets, as in Waudby-Smith and Ramdas 2024's predictable plug-in). That argument needs
+  scores of conditional mean 0 given the data the bets are computed from, and the rank scores have
+  it only given the past **ranks**: given the past values, an A score has mean ``-(t-1)(1 -
+  2 m)/t`` and a pair A, B scored with one bet ``-t (1 - 2 m)/((t + 1)(t + 2))``, ``m`` =
+  the mean of ``F(z_i)`` over the t past values (a simulation of 2,000,000 pairs given 10
+  past values agrees within 0.1 standard error). So a bet computed from the values is not
+  covered by (2). The pairs' drift is typically of order ``lambda t^{-3/2}`` (``|1 - 2 m|``
+  is about ``0.58 / sqrt t``) and summed from 50 A values on stays within a few hundredths
+  of a nat, below what an A/A simulation resolves; but that is an estimate, not a bound.
+
 **Why it has power, and as much as Mann–Whitney.** When half the past is each arm, a new B
 observation's ``2 u_t - 1`` has mean ``(theta - 1/2)`` with ``theta = P(B > A) + P(B = A)/2``
 (the rank effect that Mann–Whitney estimates): against the other arm's half it has mean
@@ -95,9 +119,10 @@ from ._typing import FloatArray, IntArray
 from .quantiles import ArmCounts
 
 __all__ = [
-    "LAMBDA_MAX", "RATIO", "STEPS", "TUNED_FACTORS", "TUNED_TAIL", "TUNED_WEIGHTS",
-    "RankBettingResult",
-    "RankBettingTest", "bets", "earlier_counts", "log_wealth", "rank_effect", "scores",
+    "ADAPTIVE_FALLBACK", "ADAPTIVE_MIN_A", "HELD_OUT", "LAMBDA_MAX", "RATIO", "STEPS",
+    "TUNED_FACTORS", "TUNED_TAIL", "TUNED_WEIGHTS", "RankBettingResult",
+    "RankBettingTest", "adaptive_lambdas", "adaptive_weights", "bets", "earlier_counts",
+    "held_out_bets", "log_wealth", "rank_effect", "scores", "shifted_effect",
     "tuned_bets",
 ]
 
@@ -116,6 +141,8 @@ STEPS = 12
 _STATE_FORMAT = 1
 #: A state with mixture weights (older code refuses it rather than reading equal weights).
 _STATE_FORMAT_WEIGHTS = 2
+#: A state of a test tuned to a stated change (its held-out A values, ``tuned``).
+_STATE_FORMAT_TUNED = 3
 
 
 def bets(lambda_max: float = LAMBDA_MAX, ratio: float = RATIO, steps: int = STEPS) -> FloatArray:
@@ -187,6 +214,106 @@ def tuned_bets(effect: float, *, two_sided: bool = True,
     lam: FloatArray = np.concatenate((positive, -positive))
     out_w: FloatArray = np.concatenate((side_w, side_w)) / 2.0
     return lam, out_w
+
+
+#: Adaptive tuned bets (:func:`adaptive_lambdas`): arm A's scored values needed before the
+#: tuned components bet on the effect estimated from them (until then they bet
+#: ``ADAPTIVE_FALLBACK``).
+ADAPTIVE_MIN_A = 50
+#: What the tuned components bet before ``ADAPTIVE_MIN_A`` (the default grid's bets
+#: 0.044 ... 0.177, one per factor, in the factors' order).
+ADAPTIVE_FALLBACK = tuple(float(v) for v in bets()[[7, 6, 5, 4, 3]])
+
+
+def shifted_effect(a: npt.ArrayLike, shift: float) -> float:
+    """``theta_hat(d) = P(A' + d > A) + P(A' + d = A)/2`` over the ordered pairs ``i != j``
+    of the sample ``a`` (a U-statistic; ``d`` = ``shift``, in the values' unit)."""
+    values = np.sort(np.asarray(a, dtype=np.float64))
+    n = values.size
+    if n < 2:
+        return 0.5
+    q = values + shift
+    below = np.searchsorted(values, q, side="left")
+    at_or_below = np.searchsorted(values, q, side="right")
+    twice = float(np.sum(below + at_or_below))  # 2 #{a' + d > a} + #{a' + d = a}, n^2 pairs
+    self_pairs = 2.0 * n if shift > 0 else (float(n) if shift == 0 else 0.0)
+    return (twice - self_pairs) / (2.0 * n * (n - 1))
+
+
+#: A values a test tuned to a stated change holds out (:class:`RankBettingTest`,
+#: ``tuned``): the first ``HELD_OUT`` values of arm A, in the batches' random order, set its
+#: bets and are never scored.
+HELD_OUT = 20
+
+
+def held_out_bets(a: npt.ArrayLike, change: float, sides: int
+                  ) -> tuple[FloatArray, FloatArray]:
+    """Bets and weights tuned to a stated ``change`` of the values (their unit), from A
+    values that are never scored (``HELD_OUT`` of them in a canary): :func:`tuned_bets` at
+    ``theta_hat(+change) - 1/2`` (B larger by the change) for the positive side and
+    ``1/2 - theta_hat(-change)`` (B smaller) for the negative, each clipped to [0.001, 0.49]
+    (:func:`shifted_effect`). ``sides``: +1 positive bets only ("B larger"), -1 negative
+    only, 0 both (each side half the weight). Given the held-out values the bets are fixed
+    before every scored value, so Ville's bound (2) holds exactly; measured in
+    docs/statistics.md, "Against the target" ("held-out 1s")."""
+    if not (math.isfinite(change) and change > 0.0) or sides not in (-1, 0, 1):
+        raise ValueError("change: a positive number; sides: -1, 0 or +1")
+
+    def one(effect: float) -> tuple[FloatArray, FloatArray]:
+        return tuned_bets(min(max(effect, 1e-3), 0.49), two_sided=False)
+
+    pos, w_pos = one(shifted_effect(a, change) - 0.5)
+    if sides > 0:
+        return pos, w_pos
+    neg, w_neg = one(0.5 - shifted_effect(a, -change))
+    if sides < 0:
+        return -neg, w_neg
+    lam: FloatArray = np.concatenate((pos, -neg))
+    w: FloatArray = np.concatenate((w_pos, w_neg)) / 2.0
+    return lam, w
+
+
+def adaptive_weights(sides: int, weights: tuple[float, ...] = TUNED_WEIGHTS,
+                     tail: float = TUNED_TAIL) -> FloatArray:
+    """The fixed weights of :func:`adaptive_lambdas`'s components: per side the tuned
+    factors ``(1 - tail) w_f`` and the default grid's ``STEPS`` bets ``tail / STEPS`` each;
+    ``sides`` = +1 or -1 one side, 0 both (each half)."""
+    w = np.asarray(weights, dtype=np.float64)
+    side = np.concatenate(((1.0 - tail) * w / w.sum(), np.full(STEPS, tail / STEPS)))
+    out: FloatArray = side if sides else np.concatenate((side, side)) / 2.0
+    return out
+
+
+def adaptive_lambdas(effect_up: npt.ArrayLike, effect_down: npt.ArrayLike, sides: int,
+                     factors: tuple[float, ...] = TUNED_FACTORS,
+                     lambda_max: float = LAMBDA_MAX) -> FloatArray:
+    """Bets of the adaptive tuned mixture, shape ``(..., K)`` (K fixed: per side
+    ``len(factors)`` tuned components then the default grid's ``STEPS`` bets).
+
+    ``effect_up`` = ``theta_hat(+d) - 1/2`` (the effect of B larger by the stated change),
+    ``effect_down`` = ``1/2 - theta_hat(-d)`` (B smaller), NaN where not yet estimated (the
+    tuned components then bet ``ADAPTIVE_FALLBACK``). Tuned bets ``3 f effect``, clipped
+    to ``[smallest grid bet, lambda_max]``. ``sides``: +1 the positive side only ("B
+    larger"), -1 the negative only, 0 both (positive side first)."""
+    f = np.asarray(factors, dtype=np.float64)
+    grid = bets(lambda_max)[:STEPS]
+    low = float(grid[-1])
+
+    def side(effect: npt.ArrayLike) -> FloatArray:
+        e = np.asarray(effect, dtype=np.float64)[..., None]
+        fallback = np.asarray(ADAPTIVE_FALLBACK, dtype=np.float64)
+        tuned = np.where(np.isnan(e), fallback, np.clip(3.0 * f * np.nan_to_num(e), low,
+                                                        lambda_max))
+        tail = np.broadcast_to(grid, (*tuned.shape[:-1], STEPS))
+        out: FloatArray = np.concatenate((tuned, tail), axis=-1)
+        return out
+
+    if sides > 0:
+        return side(effect_up)
+    if sides < 0:
+        return -side(effect_down)
+    both: FloatArray = np.concatenate((side(effect_up), -side(effect_down)), axis=-1)
+    return both
 
 
 def earlier_counts(v: npt.ArrayLike) -> tuple[IntArray, IntArray]:
@@ -368,6 +495,12 @@ class RankBettingTest:
         :func:`tuned_bets`). The side said on rejection keeps the module docstring's
         guarantee when the positive and the negative bets each hold half the weight (or
         all bets are positive: a one-sided test).
+    tuned : (change, sides), optional
+        Bets tuned to a stated change of the values (their unit): the first ``HELD_OUT`` A
+        values (in the batches' random order) are held out, never scored, and set the bets
+        and weights (:func:`held_out_bets`; ``sides`` +1: "B larger" only, -1: "B smaller"
+        only, 0: both); nothing is scored before. ``lambdas`` and ``weights`` are then
+        those of a restored state only.
 
     Notes
     -----
@@ -382,9 +515,18 @@ class RankBettingTest:
 
     def __init__(self, alpha: float = 0.05, *, seed: int = 0,
                  lambdas: npt.ArrayLike | None = None,
-                 weights: npt.ArrayLike | None = None) -> None:
+                 weights: npt.ArrayLike | None = None,
+                 tuned: tuple[float, int] | None = None) -> None:
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+        if tuned is not None and not (math.isfinite(tuned[0]) and tuned[0] > 0.0
+                                      and tuned[1] in (-1, 0, 1)):
+            raise ValueError("tuned: (a positive change, sides -1, 0 or +1)")
+        #: ``(change, sides)`` of a test tuned to a stated change, else None.
+        self.tuned: tuple[float, int] | None = (
+            None if tuned is None else (float(tuned[0]), int(tuned[1])))
+        #: Its held-out A values (``HELD_OUT`` once its bets are set).
+        self._held: FloatArray = np.empty(0)
         lam = bets() if lambdas is None else np.asarray(lambdas, dtype=np.float64)
         if lam.ndim != 1 or not lam.size or np.any(np.abs(lam) >= 1.0):
             raise ValueError("lambdas: a non-empty list of bets within (-1, 1)")
@@ -408,7 +550,26 @@ class RankBettingTest:
 
     @property
     def n_a(self) -> int:
-        return self._a.n + self._wait_a.size
+        return self._a.n + self._wait_a.size + self._held.size
+
+    @property
+    def ready(self) -> bool:
+        """Whether it scores: always, or once a tuned test has held out its A values."""
+        return self.tuned is None or self._held.size >= HELD_OUT
+
+    def _hold_out(self, a: FloatArray) -> FloatArray:
+        """A tuned test's held-out A values taken from ``a`` (in order) until it has
+        ``HELD_OUT``; its bets set then. Returns the rest of ``a``."""
+        if self.ready:
+            return a
+        need = HELD_OUT - self._held.size
+        self._held = np.concatenate((self._held, a[:need]))
+        if self.ready:
+            assert self.tuned is not None
+            self.lambdas, weights = held_out_bets(self._held, *self.tuned)
+            self.weights = _checked_weights(weights, self.lambdas.size)
+            self._log_bets = np.zeros(self.lambdas.size)
+        return a[need:]
 
     @property
     def n_b(self) -> int:
@@ -423,9 +584,10 @@ class RankBettingTest:
             return self.result()
         rng = np.random.default_rng([self.seed, self._looks])
         self._looks += 1
-        self._wait_a = np.concatenate((self._wait_a, a[rng.permutation(a.size)]))
+        self._wait_a = np.concatenate((self._wait_a,
+                                       self._hold_out(a[rng.permutation(a.size)])))
         self._wait_b = np.concatenate((self._wait_b, b[rng.permutation(b.size)]))
-        m = min(self._wait_a.size, self._wait_b.size)
+        m = min(self._wait_a.size, self._wait_b.size) if self.ready else 0
         if m:
             take_a, self._wait_a = self._wait_a[:m], self._wait_a[m:]
             take_b, self._wait_b = self._wait_b[:m], self._wait_b[m:]
@@ -490,7 +652,8 @@ class RankBettingTest:
         ``counts_a``, ``counts_b``: every observation received, waiting ones included), which
         a caller holding the same observations passes back to :meth:`from_state`."""
         out: dict[str, Any] = {
-            "format": _STATE_FORMAT if self.weights is None else _STATE_FORMAT_WEIGHTS,
+            "format": (_STATE_FORMAT_TUNED if self.tuned is not None else _STATE_FORMAT
+                       if self.weights is None else _STATE_FORMAT_WEIGHTS),
             "alpha": self.alpha, "seed": self.seed,
             "lambdas": self.lambdas.tolist(), "looks": self._looks,
             "wait_a": self._wait_a.tolist(), "wait_b": self._wait_b.tolist(),
@@ -500,8 +663,11 @@ class RankBettingTest:
         }
         if self.weights is not None:
             out["weights"] = self.weights.tolist()
+        if self.tuned is not None:
+            out["tuned"] = list(self.tuned)
+            out["held"] = self._held.tolist()
         if data:
-            all_a = self._a.merged(self._wait_a)
+            all_a = self._a.merged(np.concatenate((self._wait_a, self._held)))
             all_b = self._b.merged(self._wait_b)
             support = np.union1d(all_a.values, all_b.values)
             out["support"] = support.tolist()
@@ -515,12 +681,25 @@ class RankBettingTest:
         ``counts_a``, ``counts_b``: sorted distinct values and each arm's count of every
         observation received there). Errors raise. A state of format 1 (before weights)
         has equal weights; format 2 carries ``weights``."""
-        if state.get("format") not in (_STATE_FORMAT, _STATE_FORMAT_WEIGHTS):
-            raise ValueError(f"unsupported state format {state.get('format')!r}")
-        if (state["format"] == _STATE_FORMAT_WEIGHTS) != ("weights" in state):
-            raise ValueError("weights: in a state of format 2 only")
+        form = state.get("format")
+        if form not in (_STATE_FORMAT, _STATE_FORMAT_WEIGHTS, _STATE_FORMAT_TUNED):
+            raise ValueError(f"unsupported state format {form!r}")
+        if form != _STATE_FORMAT_TUNED and (form == _STATE_FORMAT_WEIGHTS) != (
+                "weights" in state):
+            raise ValueError("weights: in a state of format 2 or 3 only")
+        if (form == _STATE_FORMAT_TUNED) != ("tuned" in state and "held" in state):
+            raise ValueError("tuned, held: in a state of format 3 only")
+        tuned = state.get("tuned")
         test = cls(state["alpha"], seed=state["seed"], lambdas=state["lambdas"],
-                   weights=state.get("weights"))
+                   weights=state.get("weights"),
+                   tuned=None if tuned is None else (float(tuned[0]), int(tuned[1])))
+        if tuned is not None:
+            held = np.asarray(state["held"], dtype=np.float64)
+            if held.ndim != 1 or held.size > HELD_OUT or not np.all(np.isfinite(held)):
+                raise ValueError(f"held: at most {HELD_OUT} finite values")
+            test._held = held
+            if test.ready != (test.weights is not None):
+                raise ValueError("weights: set once the held-out values are complete")
         test._looks = int(state["looks"])
         log_bets = np.asarray(state["log_bets"], dtype=np.float64)
         if log_bets.shape != test.lambdas.shape or not np.all(np.isfinite(log_bets)):
@@ -537,7 +716,8 @@ class RankBettingTest:
         test._wait_b = np.asarray(state["wait_b"], dtype=np.float64)
         support = np.asarray(state.get("support", []), dtype=np.float64)
         counts = []
-        for key, wait in (("counts_a", test._wait_a), ("counts_b", test._wait_b)):
+        for key, wait in (("counts_a", np.concatenate((test._wait_a, test._held))),
+                          ("counts_b", test._wait_b)):
             given = np.asarray(state.get(key, []), dtype=np.int64)
             if given.shape != support.shape:
                 raise ValueError("support, counts_a, counts_b: one count per value")

@@ -602,6 +602,21 @@ def locate_start(
     return best
 
 
+def _move_report(flags: npt.NDArray[np.bool_], changed: npt.NDArray[np.bool_],
+                 delay: IntArray, code: npt.NDArray[Any], r: int, i: int, start: int,
+                 k: int) -> None:
+    """Series ``r``'s report confirmed at build ``i`` moved to its located ``start`` (its
+    window ``start..start + k``): the flags, the delay and the builds' reasons."""
+    flags[i, r] = changed[i, r] = False
+    flags[start, r] = changed[start, r] = True
+    delay[start, r] = k
+    if start > i:
+        code[i:start, r] = _REASONS.index(REASON_LATER_START)
+    else:
+        code[start + 1 : i + 1, r] = _REASONS.index(REASON_REPORTED)
+    code[start, r] = _REASONS.index(REASON_CHANGE)
+
+
 def detect_count_changes(
     counts: npt.ArrayLike,
     *,
@@ -973,14 +988,7 @@ def detect_count_changes(
         vol_fields["z"][start, r] = lk["z"][0, 0]
         vol_fields["before"][start, r] = bl.m[0, 0]
         vol_fields["after"][start, r] = lk["pbar"][0, 0]
-        volume[i, r] = changed[i, r] = False
-        volume[start, r] = changed[start, r] = True
-        delay_v[start, r] = k
-        if start > i:
-            code[i:start, r] = _REASONS.index(REASON_LATER_START)
-        else:
-            code[start + 1 : i + 1, r] = _REASONS.index(REASON_REPORTED)
-        code[start, r] = _REASONS.index(REASON_CHANGE)
+        _move_report(volume, changed, delay_v, code, r, i, start, k)
 
     # The located starts, with the figures of their own window start..e (baseline before it).
     for r, i, start, e, b, seg in moved_to:
@@ -996,14 +1004,7 @@ def detect_count_changes(
                           ("after", lk["pbar"]), ("se", lk["se"]), ("diff", lk["diff"])):
             fields[name][start, r] = val[0, b]
         best_all[start, r] = b
-        proportion[i, r] = changed[i, r] = False
-        proportion[start, r] = changed[start, r] = True
-        delay[start, r] = k
-        if start > i:
-            code[i:start, r] = _REASONS.index(REASON_LATER_START)
-        else:
-            code[start + 1 : i + 1, r] = _REASONS.index(REASON_REPORTED)
-        code[start, r] = _REASONS.index(REASON_CHANGE)
+        _move_report(proportion, changed, delay, code, r, i, start, k)
 
     kind = np.where(proportion, "proportion", np.where(volume, "volume", ""))
     d_b, se_b = fields["diff"], fields["se"]

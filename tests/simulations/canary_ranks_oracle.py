@@ -17,13 +17,27 @@ Every bet set is run on the **same** streams (the scores of a stream are compute
   (the quadrature above): the user is assumed to know what 5 % means in θ for her
   latencies.
 
+With ``--adaptive`` the oracle and the fixed tuned sets give way to bets tuned to a stated
+change ``s`` of the median **in the values' unit** (``d = s × median``), their rank effect
+estimated from arm A's values instead of the true distribution (``betting.shifted_effect``,
+``betting.adaptive_lambdas``: per side the tuned factors and the default grid, K and the
+weights fixed), run at ``s`` = the true change, half of it and twice it:
+
+* ``adaptive 1s`` / ``adaptive 2s``: ``theta_hat(±d)`` per look from the A values scored
+  before it (none below ``ADAPTIVE_MIN_A`` = 50: the tuned components then bet
+  ``ADAPTIVE_FALLBACK``); one-sided ("B larger") or two-sided;
+* ``held-out 1s``: ``tuned_bets`` from ``theta_hat(d)`` of ``HELD_OUT`` = 20 A values drawn
+  apart and never scored (a canary would take its first batch of A for it): the stop n
+  counts them, the bets are fixed before the scored data;
+* ``tuned 1s`` / ``tuned 2s s=true (true shape)``: ``tuned_bets`` at the true θ, as before.
+
 The strict reading: the n by which the test has stopped in p % of streams against the n at
 which a one-look Mann–Whitney (and KS) test has p % power, p = 50, 80, 90. A/A: each bet set
 on the same A/A streams, looked at after every batch up to ``AA_N`` per arm (Ville's
 inequality bounds each by α: every set and its weights are fixed before the data).
 
     python -m tests.simulations.canary_ranks_oracle [--streams 200] [--aa-streams 500]
-        [--seed 22] [--max-n 10000] [--families lognormal,gamma,bimodal]
+        [--seed 22] [--max-n 10000] [--families lognormal,gamma,bimodal] [--adaptive]
 """
 
 from __future__ import annotations
@@ -38,10 +52,14 @@ import numpy as np
 from scipy import integrate, stats
 
 from deviations.stats.betting import (
+    ADAPTIVE_MIN_A,
+    adaptive_lambdas,
+    adaptive_weights,
     bets,
     earlier_counts,
     log_wealth,
     scores,
+    shifted_effect,
     tuned_bets,
 )
 from tests.simulations.canary_quantiles import (
@@ -53,16 +71,18 @@ from tests.simulations.canary_quantiles import (
     fmt,
     n_at_power,
 )
-from tests.simulations.canary_ranks import DISTRIBUTIONS
+from tests.simulations.canary_ranks import AA_N, ALPHA, CHUNK, DISTRIBUTIONS, STEP
 
-ALPHA = 0.05
-STEP = 20
-AA_N = 10_000
-CHUNK = 20
 ORACLE_FACTORS = (0.7, 1.0)
 POWERS = (0.5, 0.8, 0.9)
 
 BetSet = tuple[np.ndarray, np.ndarray]  # bets, weights
+#: Adaptive bets: (stated change in the values' unit, sides: +1 "B larger" only, 0 both).
+Adaptive = tuple[float, int]
+#: Held-out bets: (stated change, sides); fixed from the first ``HELD_OUT`` A values of the
+#: stream, which are not scored (the stop n counts them).
+HeldOut = tuple[float, int]
+HELD_OUT = 20
 
 
 def _cdf_pdf(name: str) -> tuple[Callable[[float], float], Callable[[float], float]]:
@@ -85,22 +105,91 @@ def rank_effect_of(name: str, scale: float) -> float:
     return float(value)
 
 
-def stream_scores(rng: np.random.Generator, draw_a: Callable[..., np.ndarray],
-                  draw_b: Callable[..., np.ndarray], rows: int, n: int) -> np.ndarray:
-    """Scores of ``rows`` streams of ``n`` pairs, pooled A, B, A, B, ... (as
-    ``canary_ranks.first_rejections`` computes them)."""
-    z = np.empty((rows, 2 * n))
-    z[:, 0::2] = draw_a(rng, rows * n).reshape(rows, n)
-    z[:, 1::2] = draw_b(rng, rows * n).reshape(rows, n)
-    v = rng.random(z.shape)
+def _dense_keys(z: np.ndarray) -> np.ndarray:
+    """Integer keys per row with the order and ties of the values."""
     order = np.argsort(z, axis=1, kind="stable")
     ties = np.take_along_axis(z, order, axis=1)
     dense = np.cumsum(np.diff(ties, axis=1, prepend=-np.inf) > 0, axis=1)
     keys = np.empty_like(dense)
     np.put_along_axis(keys, order, dense, axis=1)
-    below, equal = earlier_counts(keys)
-    labels = np.tile([-1.0, 1.0], n)
-    return scores(below, equal, np.arange(1, 2 * n + 1), labels, v)
+    return keys
+
+
+def median_of(name: str) -> float:
+    from scipy import optimize
+
+    cdf, _ = _cdf_pdf(name)
+    return float(optimize.brentq(lambda x: cdf(x) - 0.5, 1.0, 10_000.0))
+
+
+def adaptive_effects(a: np.ndarray, shift: float, step: int = STEP) -> np.ndarray:
+    """Per row of A values (in arrival order) and per look k: ``theta_hat(shift)`` over the
+    first ``step k`` values (``betting.shifted_effect``, continuous values), NaN below
+    ``ADAPTIVE_MIN_A``. Counted for all prefixes at once: for each j the earlier values
+    below ``a_j + d`` and the earlier ``a_i + d`` above ``a_j`` (``earlier_counts`` on the
+    sequence ``a_0 + d, a_0, a_1 + d, a_1, ...``, minus the counts among the a's)."""
+    rows, n = a.shape
+    mixed = np.empty((rows, 2 * n))
+    mixed[:, 0::2] = a + shift
+    mixed[:, 1::2] = a
+    below_mixed, _ = earlier_counts(_dense_keys(mixed))
+    below_a, _ = earlier_counts(_dense_keys(a))
+    j = np.arange(n)
+    c1 = below_mixed[:, 0::2] - below_a  # #{i < j : a_i < a_j + d}
+    q_below = below_mixed[:, 1::2] - below_a - (shift < 0)  # #{i < j : a_i + d < a_j}
+    c2 = j - q_below  # #{i < j : a_i + d > a_j}
+    total = np.cumsum(c1 + c2, axis=1)
+    looks = n // step
+    held = step * np.arange(looks)
+    out = np.full((rows, looks), np.nan)
+    ok = held >= max(ADAPTIVE_MIN_A, 2)
+    out[:, ok] = total[:, held[ok] - 1] / (held[ok] * (held[ok] - 1.0))
+    return out
+
+
+def first_looks_adaptive(x: np.ndarray, lambdas: np.ndarray, weights: np.ndarray, *,
+                         alpha: float = ALPHA, step: int = STEP) -> np.ndarray:
+    """As :func:`first_looks` with bets changing per look: ``lambdas`` (rows, looks, K)."""
+    level = math.log(1.0 / alpha)
+    out = np.full(x.shape[0], np.inf)
+    for row in range(x.shape[0]):
+        lam = np.repeat(lambdas[row], 2 * step, axis=0).T  # (K, positions)
+        per_bet = np.cumsum(np.log1p(lam * x[row][None, :]), axis=1)
+        top = per_bet.max(axis=0)
+        mixture = top + np.log(weights @ np.exp(per_bet - top))
+        out[row] = _first_stop(mixture, step, level)
+    return out
+
+
+def _first_stop(mixture: np.ndarray, step: int, level: float) -> float:
+    """Observations per arm at the first look (after every ``step`` pairs) whose running
+    maximum of the log-wealth reaches ``level``; inf if none."""
+    looks = np.maximum.accumulate(mixture)[2 * step - 1::2 * step]
+    hit = np.flatnonzero(looks >= level)
+    return float((hit[0] + 1) * step) if hit.size else math.inf
+
+
+def stream_scores(rng: np.random.Generator, draw_a: Callable[..., np.ndarray],
+                  draw_b: Callable[..., np.ndarray], rows: int, n: int) -> np.ndarray:
+    """Scores of ``rows`` streams of ``n`` pairs, pooled A, B, A, B, ... (as
+    ``canary_ranks.first_rejections`` computes them)."""
+    z = stream_values(rng, draw_a, draw_b, rows, n)
+    return values_scores(rng, z)
+
+
+def stream_values(rng: np.random.Generator, draw_a: Callable[..., np.ndarray],
+                  draw_b: Callable[..., np.ndarray], rows: int, n: int) -> np.ndarray:
+    z = np.empty((rows, 2 * n))
+    z[:, 0::2] = draw_a(rng, rows * n).reshape(rows, n)
+    z[:, 1::2] = draw_b(rng, rows * n).reshape(rows, n)
+    return z
+
+
+def values_scores(rng: np.random.Generator, z: np.ndarray) -> np.ndarray:
+    v = rng.random(z.shape)
+    below, equal = earlier_counts(_dense_keys(z))
+    labels = np.tile([-1.0, 1.0], z.shape[1] // 2)
+    return scores(below, equal, np.arange(1, z.shape[1] + 1), labels, v)
 
 
 def first_looks(x: np.ndarray, bet_set: BetSet, *, alpha: float = ALPHA,
@@ -112,23 +201,52 @@ def first_looks(x: np.ndarray, bet_set: BetSet, *, alpha: float = ALPHA,
     out = np.full(x.shape[0], np.inf)
     for row in range(x.shape[0]):
         _, mixture = log_wealth(x[row], lambdas, weights=weights)
-        looks = np.maximum.accumulate(mixture)[2 * step - 1::2 * step]
-        hit = np.flatnonzero(looks >= level)
-        if hit.size:
-            out[row] = (hit[0] + 1) * step
+        out[row] = _first_stop(mixture, step, level)
     return out
 
 
 def run_sets(rng: np.random.Generator, draw_a: Callable[..., np.ndarray],
              draw_b: Callable[..., np.ndarray], streams: int, n: int,
-             sets: dict[str, BetSet]) -> dict[str, np.ndarray]:
-    out = {name: np.full(streams, np.inf) for name in sets}
+             sets: dict[str, BetSet], adaptive: dict[str, Adaptive] | None = None,
+             held_out: dict[str, HeldOut] | None = None) -> dict[str, np.ndarray]:
+    """Stop n per stream for every bet set on the same streams: fixed ``sets``,
+    ``adaptive`` ones (bets per look from arm A's values scored before it) and
+    ``held_out`` ones (``tuned_bets`` from ``HELD_OUT`` A values drawn apart and not
+    scored; the stop n counts them: the scored A values are the stream's after them)."""
+    adaptive = adaptive or {}
+    held_out = held_out or {}
+    out = {name: np.full(streams, np.inf) for name in (*sets, *adaptive, *held_out)}
     for first in range(0, streams, CHUNK):
         rows = min(CHUNK, streams - first)
-        x = stream_scores(rng, draw_a, draw_b, rows, n)
+        z = stream_values(rng, draw_a, draw_b, rows, n)
+        x = values_scores(rng, z)
+        part = slice(first, first + rows)
         for name, bet_set in sets.items():
-            out[name][first:first + rows] = first_looks(x, bet_set)
+            out[name][part] = first_looks(x, bet_set)
+        effects: dict[float, np.ndarray] = {}
+        for name, (shift, sides) in adaptive.items():
+            for d in (shift, -shift):
+                if d not in effects:
+                    effects[d] = adaptive_effects(z[:, 0::2], d)
+            lam = adaptive_lambdas(effects[shift] - 0.5, 0.5 - effects[-shift], sides)
+            out[name][part] = first_looks_adaptive(x, lam, adaptive_weights(sides))
+        spare = draw_a(rng, rows * HELD_OUT).reshape(rows, HELD_OUT)
+        for name, (shift, sides) in held_out.items():
+            for row in range(rows):
+                up = shifted_effect(spare[row], shift) - 0.5
+                if sides:
+                    bet_set = tuned_bets(min(max(up, 1e-3), 0.49), two_sided=False)
+                else:
+                    down = 0.5 - shifted_effect(spare[row], -shift)
+                    bet_set = _two_sided(up, down)
+                out[name][first + row] = first_looks(x[row:row + 1], bet_set)[0] + HELD_OUT
     return out
+
+
+def _two_sided(up: float, down: float) -> BetSet:
+    pos, w_pos = tuned_bets(min(max(up, 1e-3), 0.49), two_sided=False)
+    neg, w_neg = tuned_bets(min(max(down, 1e-3), 0.49), two_sided=False)
+    return np.concatenate((pos, -neg)), np.concatenate((w_pos, w_neg)) / 2.0
 
 
 def _ratios(at: np.ndarray, ref: list[float | None]) -> str:
@@ -148,6 +266,11 @@ def main() -> None:
     parser.add_argument("--max-n", type=int, default=10_000)
     parser.add_argument("--families", default="lognormal,gamma,bimodal")
     parser.add_argument("--skip-fixed", action="store_true")
+    parser.add_argument("--aa-n", type=int, default=AA_N, help="A/A streams' length per arm")
+    parser.add_argument("--adaptive", action="store_true",
+                        help="the adaptive tuned bets (and held-out ones) instead of the "
+                        "oracle bets: stated change in the metric's unit, estimated "
+                        "on arm A's values")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
@@ -166,19 +289,45 @@ def main() -> None:
             out[f"tuned 1s {label}%"] = tuned_bets(effect, two_sided=False)
         return out
 
+    medians = {name: median_of(name) for name in families}
+    if args.adaptive:
+        print("medians:", {k: round(v, 1) for k, v in medians.items()})
+
+    def adaptive_sets(name: str, stated: dict[str, float]) -> tuple[
+            dict[str, Adaptive], dict[str, HeldOut]]:
+        adaptive: dict[str, Adaptive] = {}
+        held: dict[str, HeldOut] = {}
+        for label, s in stated.items():
+            d = (s - 1.0) * medians[name]
+            adaptive[f"adaptive 1s {label}"] = (d, 1)
+            adaptive[f"adaptive 2s {label}"] = (d, 0)
+            held[f"held-out 1s {label}"] = (d, 1)
+        return adaptive, held
+
     if args.aa_streams:
-        print(f"\nA/A, {args.aa_streams} streams per family, up to {AA_N:,} per arm")
+        print(f"\nA/A, {args.aa_streams} streams per family, up to {args.aa_n:,} per arm")
         for name in families:
+            family = DISTRIBUTIONS[name]
+            if args.adaptive:
+                aa_adaptive, aa_held = adaptive_sets(name, {"5%": 1.05, "10%": 1.10})
+                stops = run_sets(rng, family(), family(), args.aa_streams, args.aa_n,
+                                 {"default": equal(bets())}, aa_adaptive, aa_held)
+                cells = ", ".join(f"{k} {int(np.isfinite(v).sum())}"
+                                  for k, v in stops.items())
+                print(f"| {name} | {cells} |  (of {args.aa_streams})", flush=True)
+                continue
             aa_sets = {"default": equal(bets()), **tuned_sets(name)}
             for shift in (1.05, 1.10):
                 lam = 3.0 * (theta[(name, shift)] - 0.5)
                 aa_sets[f"oracle 2s x1 ({shift:.2f})"] = equal(np.array([lam, -lam]))
                 aa_sets[f"oracle 1s x1 ({shift:.2f})"] = equal(np.array([lam]))
-            family = DISTRIBUTIONS[name]
-            stops = run_sets(rng, family(), family(), args.aa_streams, AA_N, aa_sets)
+            stops = run_sets(rng, family(), family(), args.aa_streams, args.aa_n, aa_sets)
             cells = ", ".join(f"{k} {int(np.isfinite(v).sum())}" for k, v in stops.items())
             print(f"| {name} | {cells} |  (of {args.aa_streams})", flush=True)
 
+    if not args.streams:
+        print(f"\n({time.perf_counter() - started:.0f} s; load average {os.getloadavg()})")
+        return
     print(f"\nShifts, {args.streams} streams each, up to {args.max_n:,} per arm")
     print("| B against A | bets | stopped | stop n at 50 / 80 / 90 % of streams | "
           "÷ MW n at 50 / 80 / 90 % power | ÷ KS n at 50 / 80 / 90 % power |")
@@ -188,11 +337,23 @@ def main() -> None:
         for scale in (1.05, 1.10):
             lam = 3.0 * (theta[(name, scale)] - 0.5)
             sets: dict[str, BetSet] = {"default": equal(bets())}
-            for c in ORACLE_FACTORS:
-                sets[f"oracle 1s ×{c}"] = equal(np.array([c * lam]))
-                sets[f"oracle 2s ×{c}"] = equal(np.array([c * lam, -c * lam]))
-            sets.update(tuned_sets(name))
-            stops = run_sets(rng, family(), family(scale), args.streams, args.max_n, sets)
+            adaptive: dict[str, Adaptive] = {}
+            held: dict[str, HeldOut] = {}
+            if args.adaptive:
+                effect = theta[(name, scale)] - 0.5
+                sets["tuned 1s s=true (true shape)"] = tuned_bets(effect, two_sided=False)
+                sets["tuned 2s s=true (true shape)"] = tuned_bets(effect)
+                # Stated: the true change, half of it (true = 2s), twice it (true = s/2).
+                stated = {"s=true": scale, "true=2s": 1.0 + (scale - 1.0) / 2,
+                          "true=s/2": 1.0 + (scale - 1.0) * 2}
+                adaptive, held = adaptive_sets(name, stated)
+            else:
+                for c in ORACLE_FACTORS:
+                    sets[f"oracle 1s ×{c}"] = equal(np.array([c * lam]))
+                    sets[f"oracle 2s ×{c}"] = equal(np.array([c * lam, -c * lam]))
+                sets.update(tuned_sets(name))
+            stops = run_sets(rng, family(), family(scale), args.streams, args.max_n, sets,
+                             adaptive, held)
             mw: list[float | None] = [None, None, None]
             ks: list[float | None] = [None, None, None]
             if not args.skip_fixed:

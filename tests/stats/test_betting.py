@@ -11,14 +11,21 @@ import pytest
 from scipy import stats
 
 from deviations.stats.betting import (
+    ADAPTIVE_FALLBACK,
+    HELD_OUT,
+    STEPS,
     TUNED_FACTORS,
     TUNED_TAIL,
     TUNED_WEIGHTS,
     RankBettingTest,
+    adaptive_lambdas,
+    adaptive_weights,
     bets,
     earlier_counts,
+    held_out_bets,
     log_wealth,
     scores,
+    shifted_effect,
     tuned_bets,
 )
 from tests.simulations.canary_ranks import (
@@ -28,7 +35,7 @@ from tests.simulations.canary_ranks import (
     lognormal,
     stopping_ns,
 )
-from tests.simulations.canary_ranks_oracle import run_sets
+from tests.simulations.canary_ranks_oracle import adaptive_effects, run_sets
 
 
 def _loop_test(batches: list[tuple[np.ndarray, np.ndarray]], alpha: float, seed: int,
@@ -258,10 +265,17 @@ def test_state_round_trip_continues_identically(tuned: bool) -> None:
     # Equal weights: the state is the one before weights (format 1, no "weights").
     assert (test.to_state()["format"], "weights" in test.to_state()) == (
         (2, True) if tuned else (1, False))
-    copy = RankBettingTest.from_state(json.loads(json.dumps(test.to_state())))
-    light = test.to_state(data=False)
+    _copies_continue_identically(test, rng)
+
+
+def _copies_continue_identically(test: RankBettingTest, rng: np.random.Generator
+                                 ) -> RankBettingTest:
+    """Copies of ``test`` through JSON and through the canary's path (the state without the
+    arms' data, given them back) continue as it does for five more looks; the JSON copy."""
     full = test.to_state()
-    rebuilt = RankBettingTest.from_state({**light, "support": full["support"],
+    copy = RankBettingTest.from_state(json.loads(json.dumps(full)))
+    rebuilt = RankBettingTest.from_state({**test.to_state(data=False),
+                                          "support": full["support"],
                                           "counts_a": full["counts_a"],
                                           "counts_b": full["counts_b"]})
     for _ in range(5):
@@ -269,6 +283,7 @@ def test_state_round_trip_continues_identically(tuned: bool) -> None:
         want = test.update(a, b)
         assert copy.update(a, b) == want
         assert rebuilt.update(a, b) == want
+    return copy
 
 
 def test_rank_effect_is_mann_whitney_u() -> None:
@@ -381,3 +396,163 @@ def test_weights_change_the_wealth_and_bad_weights_raise() -> None:
     for bad in (w[:-1], w * 2, -w):
         with pytest.raises(ValueError, match="weights"):
             RankBettingTest(lambdas=lam, weights=bad)
+
+
+def _pairs_effect(a: np.ndarray, d: float) -> float:
+    """``P(A' + d > A) + P(A' + d = A)/2`` over ordered pairs i != j, by comparison."""
+    total = 0.0
+    for i in range(a.size):
+        for j in range(a.size):
+            if i != j:
+                total += 1.0 if a[i] + d > a[j] else 0.5 if a[i] + d == a[j] else 0.0
+    return total / (a.size * (a.size - 1))
+
+
+@pytest.mark.parametrize("d", [40.0, -40.0, 1.0, -1.0])
+def test_shifted_effect_against_pairs(d: float) -> None:
+    """theta_hat(d) against a double loop, continuous values and values on a grid (ties at
+    the shift: half)."""
+    rng = np.random.default_rng(31)
+    for a in (rng.lognormal(np.log(800), 0.4, 60), np.round(rng.lognormal(0, 0.3, 60) * 5)):
+        assert shifted_effect(a, d) == pytest.approx(_pairs_effect(a, d), abs=1e-12)
+    assert shifted_effect(np.array([1.0]), d) == 0.5
+
+
+def test_adaptive_effects_of_the_simulation_per_look() -> None:
+    """The simulation's prefix counts give ``shifted_effect`` of the A values scored before
+    each look (NaN until ``ADAPTIVE_MIN_A``)."""
+    rng = np.random.default_rng(32)
+    a = rng.gamma(6.25, 120.0, (3, 200))
+    for d in (35.0, -35.0):
+        got = adaptive_effects(a, d, step=20)
+        assert got.shape == (3, 10)
+        assert np.all(np.isnan(got[:, :3]))
+        for row in range(3):
+            for look in range(3, 10):
+                assert got[row, look] == pytest.approx(shifted_effect(a[row, :20 * look], d),
+                                                       abs=1e-12)
+
+
+def test_adaptive_lambdas_and_weights() -> None:
+    """Fixed K per side (tuned factors, then the default grid), fallback before the effect
+    is estimated, clipping, signs per side; weights fixed and summing to 1."""
+    k = len(TUNED_FACTORS)
+    lam = adaptive_lambdas(np.array([np.nan, 0.03, 0.4, -0.01]), np.nan, 1)
+    assert lam.shape == (4, k + STEPS)
+    np.testing.assert_allclose(lam[0, :k], ADAPTIVE_FALLBACK)
+    np.testing.assert_allclose(lam[1, :k], 0.09 * np.array(TUNED_FACTORS))
+    assert lam[2, :k].max() == 0.5
+    assert lam[3, :k].min() == bets()[STEPS - 1]
+    np.testing.assert_array_equal(lam[:, k:], np.broadcast_to(bets()[:STEPS], (4, STEPS)))
+    down = adaptive_lambdas(np.nan, 0.03, -1)
+    np.testing.assert_allclose(down, -lam[1])
+    both = adaptive_lambdas(0.03, 0.02, 0)
+    np.testing.assert_allclose(both[: k + STEPS], lam[1])
+    np.testing.assert_allclose(both[k + STEPS:], -adaptive_lambdas(0.02, np.nan, 1))
+    for sides, size in ((1, k + STEPS), (0, 2 * (k + STEPS))):
+        w = adaptive_weights(sides)
+        assert w.shape == (size,)
+        assert math.isclose(w.sum(), 1.0)
+    np.testing.assert_allclose(adaptive_weights(1)[:k],
+                               (1 - TUNED_TAIL) * np.array(TUNED_WEIGHTS))
+
+
+def test_held_out_bets() -> None:
+    """tuned_bets at theta_hat(+d) - 1/2 (B larger), 1/2 - theta_hat(-d) (B smaller)."""
+    a = np.random.default_rng(3).lognormal(np.log(800), 0.4, HELD_OUT)
+    up, down = shifted_effect(a, 80.0) - 0.5, 0.5 - shifted_effect(a, -80.0)
+    assert 0.0 < up < 0.49
+    assert 0.0 < down < 0.49
+    for got, want in ((held_out_bets(a, 80.0, 1), tuned_bets(up, two_sided=False)),
+                      (held_out_bets(a, 80.0, -1), tuple(-x if k == 0 else x for k, x in
+                                                        enumerate(tuned_bets(
+                                                            down, two_sided=False))))):
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    lam, w = held_out_bets(a, 80.0, 0)
+    assert (lam > 0).sum() == (lam < 0).sum()
+    assert math.isclose(w.sum(), 1.0)
+    assert math.isclose(w[lam > 0].sum(), 0.5)
+    # a stated change far beyond the spread: the effect is clipped, the bets stay < 1
+    assert np.all(np.abs(held_out_bets(a, 1e6, 0)[0]) < 1.0)
+    for change, sides in ((0.0, 1), (-1.0, 1), (math.nan, 1), (1.0, 2)):
+        with pytest.raises(ValueError, match="change"):
+            held_out_bets(a, change, sides)
+        with pytest.raises(ValueError, match="tuned"):
+            RankBettingTest(tuned=(change, sides))
+
+
+def test_a_tuned_test_holds_out_its_first_a_values_then_bets_as_they_set() -> None:
+    """Nothing is scored before HELD_OUT A values are held; they set the bets and are never
+    scored: afterwards the test is a test with those bets fed the other values."""
+    rng = np.random.default_rng(8)
+    held = rng.lognormal(0, 0.4, HELD_OUT)
+    early = RankBettingTest(0.05, seed=4, tuned=(0.05, 1))
+    first = early.update(held[:12], rng.lognormal(0, 0.4, 30))  # B before A's held values
+    assert (early.ready, first.log_wealth, first.n_a, first.n_b, first.effect) == (
+        False, 0.0, 12, 30, 0.5)
+    test = RankBettingTest(0.05, seed=4, tuned=(0.05, 1))
+    test.update(held[:12], [])
+    test.update(held[12:], [])
+    assert test.ready
+    lam, w = held_out_bets(held, 0.05, 1)
+    np.testing.assert_array_equal(test.lambdas, lam)
+    np.testing.assert_array_equal(test.weights, w)
+    assert np.all(test.lambdas > 0)  # one-sided: "B larger" only
+    # the same later looks through a test built with those bets (its looks counter where
+    # the tuned test's is, so that both draw the same orders and smoothing)
+    reference = RankBettingTest(0.05, seed=4, lambdas=lam, weights=w)
+    reference._looks = test._looks  # noqa: SLF001
+    for _ in range(6):
+        a, b = rng.lognormal(0, 0.4, 20), rng.lognormal(0.1, 0.4, 20)
+        got, want = test.update(a, b), reference.update(a, b)
+        assert got.log_wealth == want.log_wealth
+        assert got.p_value == want.p_value
+        assert (got.n_a, got.n_b) == (want.n_a + HELD_OUT, want.n_b)
+        assert got.effect == want.effect
+    assert test.result().log_wealth != 0.0
+
+
+@pytest.mark.parametrize("looks", [1, 4])
+def test_a_tuned_tests_state_round_trip_continues_identically(looks: int) -> None:
+    """Before the held-out values are complete (1 look) and after (4), through JSON and
+    through the canary's path (the arms' data passed back)."""
+    rng = np.random.default_rng(6)
+    test = RankBettingTest(0.05, seed=2, tuned=(0.1, 0))
+    for _ in range(looks):
+        test.update(np.round(rng.lognormal(0, 0.4, 7), 2), rng.lognormal(0.1, 0.4, 5))
+    state = test.to_state()
+    assert (state["format"], state["tuned"], len(state["held"])) == (
+        3, [0.1, 0], min(HELD_OUT, 7 * looks))
+    assert _copies_continue_identically(test, rng).to_state() == test.to_state()
+    with pytest.raises(ValueError, match="format"):
+        RankBettingTest.from_state({**state, "format": 1})
+    with pytest.raises(ValueError, match="held"):
+        RankBettingTest.from_state({**state, "held": state["held"] * 3})
+
+
+def test_a_tuned_test_keeps_type_one_error_and_stops_sooner_at_its_change() -> None:
+    """Through the class, batches of 20 per arm looked at after each: A/A (60 streams up
+    to 1,500 per arm) rejects within Ville's bound; lognormal median +10 % stated as a
+    change of 10 % of the median (30 streams): one-sided tuned bets stop sooner than the
+    default grid on the same streams (the 80 % point of the stopping n)."""
+    def stop(test: RankBettingTest, rng: np.random.Generator, factor: float,
+             n: int) -> float:
+        for _ in range(n // 20):
+            if test.update(rng.lognormal(0, 0.4, 20),
+                           factor * rng.lognormal(0, 0.4, 20)).decision == "reject":
+                return float(test.n_a)
+        return math.inf
+
+    change = 0.1  # 10 % of the median (1.0)
+    rejected = sum(np.isfinite(stop(RankBettingTest(0.05, seed=s, tuned=(change, 1)),
+                                    np.random.default_rng(900 + s), 1.0, 1500))
+                   for s in range(60))
+    assert rejected <= 0.05 * 60 + 2 * math.sqrt(0.05 * 0.95 * 60)
+    tuned, default = [], []
+    for s in range(30):
+        tuned.append(stop(RankBettingTest(0.05, seed=s, tuned=(change, 1)),
+                          np.random.default_rng(700 + s), 1.10, 3000))
+        default.append(stop(RankBettingTest(0.05, seed=s), np.random.default_rng(700 + s),
+                            1.10, 3000))
+    assert np.quantile(tuned, 0.8) < np.quantile(default, 0.8)

@@ -111,7 +111,11 @@ def create(request: HttpRequest, body: CanaryIn) -> Status[dict[str, Any]]:
     ``[0.5, 0.9, 0.99]``): judge the canary on these quantiles instead, each with an
     anytime-valid decision (Bonferroni over them; needs ``method`` dkw and no ``tau``).
     ``resolution`` (default 1e-4, 0 = exact): values are rounded down to a relative grid of
-    that step, which bounds the canary's memory and keeps the false-alarm guarantee."""
+    that step, which bounds the canary's memory and keeps the false-alarm guarantee.
+    ``min_effect`` (optional, the metric's unit): the smallest change of the median worth
+    knowing; with ``ranks`` the test's bets are tuned to it from the first 20 A values
+    (not scored), looking for the ``bad`` side only unless ``bad`` is any: it decides
+    sooner near that change (docs/statistics.md, "Against the target")."""
     canary = services.create_canary(user=request.auth, **body.dict())
     return Status(201, _status(_canary(canary.pk)))
 

@@ -47,6 +47,9 @@ class CanaryForm(forms.Form):
         value = self.cleaned_data.get("resolution")
         return Canary.DEFAULT_RESOLUTION if value is None else value
     min_effect = forms.FloatField(required=False, label="Smallest change worth knowing",
-                                  help_text="On the median, in the metric's unit.")
+                                  help_text="On the median, in the metric's unit. With the "
+                                  "rank betting test its bets are tuned to it (on the bad "
+                                  "side only when a direction is bad): it decides sooner "
+                                  "near that change.")
     owners = forms.CharField(required=False, help_text="Emails told of a rejection, "
                              "comma-separated.")

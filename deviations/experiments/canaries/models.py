@@ -98,6 +98,19 @@ class Canary(models.Model):
     def get_absolute_url(self) -> str:
         return reverse("canaries:detail", args=[self.pk])
 
+    def rank_tuning(self) -> tuple[float, int] | None:
+        """``(change, sides)`` the rank betting test of a new run is tuned to: the smallest
+        change worth knowing (``min_effect``, a change of the values in the metric's unit),
+        looked for on the bad side only (``bad`` higher: "B larger", +1; lower: -1; any:
+        both, 0); None without one, for a count metric (its test runs on the waits between
+        events, not the values), or where the rank test does not decide
+        (docs/statistics.md, "Against the target": the held-out tuned bets)."""
+        if (self.method != self.RANKS or self.min_effect is None or self.count
+                or self.quantiles or not self.min_effect > 0):
+            return None
+        sides = {self.HIGHER: 1, self.LOWER: -1}.get(self.bad, 0)
+        return float(self.min_effect), sides
+
 
 class CanaryBatch(models.Model):
     """One batch of one arm, stored whole: values as packed float64 (for a count metric the

@@ -11,6 +11,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from deviations.experiments.canaries.models import Canary, CanaryPoint, CanaryState
+from deviations.stats.betting import HELD_OUT
 from deviations.stats.sequential import sample_size, samples_for_width
 
 HEADLINES = dict(CanaryState.HEADLINES)
@@ -91,7 +92,28 @@ def method_text(canary: Canary) -> str:
         labels = ", ".join(f"p{100 * q:g}" for q in canary.quantiles)
         return (f"quantiles {labels}: an anytime-valid decision each (Bonferroni over "
                 "them); the first to decide decides the canary")
+    tuned = rank_tuning_used(canary)
+    if tuned is not None:
+        change, sides = tuned
+        side = {1: "B larger only", -1: "B smaller only"}.get(sides, "either side")
+        unit = f" {canary.unit}" if canary.unit else ""
+        return (f"rank betting test tuned to a change of {change:g}{unit} (its bets set "
+                f"by the first {HELD_OUT} A values, which it does not score); looks for "
+                f"{side}")
     return str(canary.get_method_display())
+
+
+def rank_tuning_used(canary: Canary) -> tuple[float, int] | None:
+    """What the canary's rank test is tuned to: as stored once it has run (a canary whose
+    run began before tuning keeps its untuned test), else as a new run would be."""
+    if canary.method != Canary.RANKS:
+        return None
+    state = CanaryState.objects.filter(canary=canary).values_list("summary", flat=True).first()
+    ranks = (state or {}).get("ranks")
+    if ranks is not None:
+        tuned = ranks.get("tuned")
+        return None if tuned is None else (float(tuned[0]), int(tuned[1]))
+    return canary.rank_tuning()
 
 
 def samples_bound(canary: Canary) -> int | None:

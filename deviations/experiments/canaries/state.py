@@ -207,8 +207,8 @@ def _rank_test(canary: Canary, state: CanaryState, test: SequentialTest) -> Rank
     decision (summary) with the distribution-function test's data (the same observations,
     on the same grid)."""
     saved = (state.summary or {}).get("ranks")
-    if saved is None:
-        return RankBettingTest(canary.alpha, seed=canary.pk)
+    if saved is None:  # a new run: tuned to the canary's smallest change, if it has one
+        return RankBettingTest(canary.alpha, seed=canary.pk, tuned=canary.rank_tuning())
     data = test.to_state()
     return RankBettingTest.from_state({
         **saved, "support": data["support"], "counts_a": data["counts_a"],

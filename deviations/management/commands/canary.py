@@ -83,7 +83,9 @@ class Command(base.Command):
                             help="relative step values are rounded down to (default 1e-4; "
                             "0: exact, memory grows with the run)")
         create.add_argument("--min-effect", type=float, default=None,
-                            help="smallest change of the median worth knowing, in the unit")
+                            help="smallest change of the median worth knowing, in the unit; "
+                            "with --method ranks (the default) the test's bets are tuned to "
+                            "it, on the --bad side only (higher/lower)")
         create.add_argument("--owner", action="append", default=[],
                             help="email told of a rejection (repeat for several)")
         create.add_argument("--format", choices=["text", "json"], default="text")

@@ -229,6 +229,39 @@ def test_tolerance_accepts_no_difference(committed: Any) -> None:
     assert (st.decision, st.headline) == ("accept", "no_difference")
 
 
+def _feed_until_decided(canary: Canary, a: np.ndarray, b: np.ndarray, committed: Any
+                        ) -> None:
+    """Batches of 100 of each arm (``a``, ``b`` in order) until the canary decides."""
+    for i in range(len(a) // 100):
+        part = slice(i * 100, (i + 1) * 100)
+        committed(services.receive_batch, canary.pk, f"a{i}", "A", a[part].tolist())
+        committed(services.receive_batch, canary.pk, f"b{i}", "B", b[part].tolist())
+        if _state(canary).decision != "continue":
+            break
+
+
+def _a_cold_worker_continues_the_rank_test(canary: Canary, rng: np.random.Generator,
+                                          committed: Any) -> RankBettingTest:
+    """A cold worker rebuilds a decided canary's rank test from its stored wealth and the
+    DKW test's data, and after two more batches holds what the warm one would have: that
+    test (Gamma(10, 10) against Gamma(10, 11) values)."""
+    services.continue_canary(canary)
+    warm = state._cache[canary.pk][2]
+    assert warm is not None
+    warm_state = warm.to_state()
+    state.forget_cache()
+    more_a, more_b = rng.gamma(10, 10, 30), rng.gamma(10, 11, 20)
+    committed(services.receive_batch, canary.pk, "more-a", "A", more_a.tolist())
+    committed(services.receive_batch, canary.pk, "more-b", "B", more_b.tolist())
+    rebuilt = state._cache[canary.pk][2]
+    assert isinstance(rebuilt, RankBettingTest)
+    reference = RankBettingTest.from_state(warm_state)
+    reference.update(to_grid(more_a, canary.resolution), [])
+    reference.update([], to_grid(more_b, canary.resolution))
+    assert rebuilt.to_state() == reference.to_state()
+    return rebuilt
+
+
 def test_sign_and_rank_methods_decide_sooner_on_a_shift(committed: Any) -> None:
     """The same Gamma(10, 10) against Gamma(10, 11) batches to a canary of each method."""
     rng = np.random.default_rng(15)
@@ -236,12 +269,7 @@ def test_sign_and_rank_methods_decide_sooner_on_a_shift(committed: Any) -> None:
     decided = {}
     for method in ("dkw", "signs", "ranks"):
         canary = _canary(name=method, method=method)
-        for i in range(50):
-            part = slice(i * 100, (i + 1) * 100)
-            committed(services.receive_batch, canary.pk, f"a{i}", "A", a[part].tolist())
-            committed(services.receive_batch, canary.pk, f"b{i}", "B", b[part].tolist())
-            if _state(canary).decision != "continue":
-                break
+        _feed_until_decided(canary, a, b, committed)
         st = _state(canary)
         assert (st.decision, st.headline) == ("reject", "regression")
         decided[method] = st.decided_n_a
@@ -257,20 +285,7 @@ def test_sign_and_rank_methods_decide_sooner_on_a_shift(committed: Any) -> None:
     assert view["method_text"].startswith("rank betting test")
     # a cold worker rebuilds the rank test from its stored wealth and the DKW test's data,
     # and continues as the warm one would have
-    services.continue_canary(ranks)
-    warm = state._cache[ranks.pk][2]
-    assert warm is not None
-    warm_state = warm.to_state()
-    state.forget_cache()
-    more_a, more_b = rng.gamma(10, 10, 30), rng.gamma(10, 11, 20)
-    committed(services.receive_batch, ranks.pk, "more-a", "A", more_a.tolist())
-    committed(services.receive_batch, ranks.pk, "more-b", "B", more_b.tolist())
-    rebuilt = state._cache[ranks.pk][2]
-    assert rebuilt is not None
-    reference = RankBettingTest.from_state(warm_state)
-    reference.update(to_grid(more_a, ranks.resolution), [])
-    reference.update([], to_grid(more_b, ranks.resolution))
-    assert rebuilt.to_state() == reference.to_state()
+    reference = _a_cold_worker_continues_the_rank_test(ranks, rng, committed)
     assert _state(ranks).summary["ranks"] == reference.to_state(data=False)
     view = selectors.canary_view(Canary.objects.get(name="signs"))
     assert view["words"][0].startswith("B's values are larger than A's in ")
@@ -457,3 +472,34 @@ def test_a_long_backlog_is_applied_in_pieces_of_bounded_size(
     assert sizes == [90] * 6 + [60, 250]  # the bound, but one batch is never split
     assert CanaryPoint.objects.filter(canary=canary).count() == len(pieces)
     assert state.apply_pending(canary.pk) == state.NOTHING
+
+
+def test_a_canary_with_a_smallest_change_tunes_its_rank_test(committed: Any) -> None:
+    """min_effect with the rank test: bets tuned to it from the first 20 A values (held
+    out, not scored), on the bad side only; the page says so; a cold worker continues it;
+    a canary whose bad side is the other one does not reject on this change."""
+    rng = np.random.default_rng(16)
+    a, b = rng.gamma(10, 10, 5000), rng.gamma(10, 11, 5000)  # median +10 %: ~10 ms
+    tuned = _canary(name="tuned", method="ranks", min_effect=10.0, unit="ms")
+    other = _canary(name="other", method="ranks", min_effect=10.0, bad="lower")
+    assert tuned.rank_tuning() == (10.0, 1)
+    assert other.rank_tuning() == (10.0, -1)
+    text = selectors.method_text(tuned)
+    assert text.startswith("rank betting test tuned to a change of 10 ms (its bets set by "
+                           "the first 20 A values, which it does not score)")
+    assert text.endswith("looks for B larger only")
+    for canary in (tuned, other):
+        _feed_until_decided(canary, a, b, committed)
+    st = _state(tuned)
+    assert (st.decision, st.headline) == ("reject", "regression")
+    ranks = st.summary["ranks"]
+    assert (ranks["format"], ranks["tuned"], len(ranks["held"])) == (3, [10.0, 1], 20)
+    assert set(ranks["held"]) <= set(to_grid(a[:100], tuned.resolution).tolist())
+    assert _state(other).decision == "continue"  # B larger is not the bad side there
+    # a canary without min_effect keeps the default grid, two-sided
+    plain = _canary(name="plain", method="ranks")
+    assert plain.rank_tuning() is None
+    assert selectors.method_text(plain) == plain.get_method_display()
+    # a cold worker rebuilds the tuned test from its stored state and continues as the warm
+    # one would have
+    assert _a_cold_worker_continues_the_rank_test(tuned, rng, committed).tuned == (10.0, 1)
