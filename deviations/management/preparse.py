@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from deviations.core.packing import file_sha256
 from deviations.core.text import safe_file_name
 
 if TYPE_CHECKING:
@@ -46,7 +47,6 @@ DEFAULT_MAX_TRACE_BYTES = 2 * 1024**3
 #: a time as before, so that many results held at once never cost more than one parse
 #: (a 60 MB trace's result: ~10 MB, most of it call-tree edges).
 HELD_BYTES = 64 * 1024**2
-_CHUNK = 1 << 20
 
 
 def add_thread_arguments(parser: argparse.ArgumentParser) -> None:
@@ -97,17 +97,6 @@ def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "files", nargs="*", metavar="FILE", help="trace files, one per run (with --release)"
     )
-
-
-def file_sha256(path: Path) -> tuple[str, int]:
-    """(sha256 hex digest, size in bytes) of the file's bytes as they are on disk."""
-    digest = hashlib.sha256()
-    size = 0
-    with path.open("rb") as stream:
-        while chunk := stream.read(_CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
 
 
 @dataclass(frozen=True)

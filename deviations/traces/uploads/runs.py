@@ -9,7 +9,6 @@ retries it.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import uuid
@@ -28,6 +27,7 @@ from django.utils import timezone
 
 from deviations.core.db import IN_BATCH, batches, lz4_toast
 from deviations.core.errors import UserError
+from deviations.core.packing import file_sha256, sha256_of
 from deviations.core.text import safe_file_name
 from deviations.core.versions import (
     check_order,
@@ -41,7 +41,6 @@ from ingest.services import FunctionTimes, TraceError, parse_trace
 
 log = logging.getLogger(__name__)
 
-_CHUNK = 1 << 20
 
 
 class IngestError(UserError):
@@ -173,17 +172,6 @@ def _check_same_ordering(series: Series, version: str, order: int | None) -> Non
             f"release {version!r}: series {series.name!r} places its releases by version "
             f"({unordered} release{'s' * (unordered != 1)} sent without 'order'); send this "
             "one without 'order', or give every release one")
-
-
-def sha256_of(stream: IO[bytes]) -> tuple[str, int]:
-    digest = hashlib.sha256()
-    size = 0
-    stream.seek(0)
-    while chunk := stream.read(_CHUNK):
-        digest.update(chunk)
-        size += len(chunk)
-    stream.seek(0)
-    return digest.hexdigest(), size
 
 
 def register_run(
@@ -465,11 +453,6 @@ def _keep(path: Path, name: str, digest: tuple[str, int]) -> bool:
     if size == 0 or size > settings.DEVIATIONS_MAX_TRACE_BYTES:
         return False
     return files.put(sha, path, name)
-
-
-def file_sha256(path: Path) -> tuple[str, int]:
-    with path.open("rb") as stream:
-        return sha256_of(stream)
 
 
 def _finish_failed(run: Run, reason: str) -> None:
