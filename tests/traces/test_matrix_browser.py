@@ -253,3 +253,40 @@ def test_crossing_an_open_label_raises_nothing_and_the_next_label_shows(page: An
     # as anywhere else on the plot.
     page.locator("#matrix .hoverlayer .hovertext").first.wait_for()
     assert errors == []
+
+
+MARGINS = """() => {
+  const gd = document.getElementById('matrix'), fl = gd._fullLayout;
+  const box = gd.getBoundingClientRect();
+  const lefts = [...gd.querySelectorAll('.ytick text')].map(t => t.getBoundingClientRect().left);
+  return {given: gd.layout.margin, drawn: fl._size, first: Math.min(...lefts) - box.left};
+}"""
+
+
+def test_the_matrix_is_drawn_once_with_room_for_its_labels(page: Any, tmp_path: Path) -> None:
+    """Issue 24, the first draw: the left margin is measured for the function labels before
+    Plotly draws (fit.js), so automargin pushes nothing and the 2,900 points of a page of
+    the matrix are not drawn a second time. Wide names (W is the widest letter) are still
+    not cut: automargin would have widened the margin, and the labels lie inside the
+    figure."""
+    wide = "W" * 30, "WWWW.mmmm::" + "W" * 40, "i" * 36
+    for version, scale in {"1.0": 1, "1.1": 3}.items():
+        files = []
+        for k in range(3):
+            path = tmp_path / f"w{version}-{k}.json"
+            path.write_text(json.dumps(renderer_events(
+                [(name, 1000 * j, (100 + k) * scale) for j, name in enumerate(wide)])))
+            files.append(str(path))
+        call_command("ingest_traces", "--series", "wide", "--release", version, *files,
+                     stdout=io.StringIO())
+    call_command("demo", "--runs", "3", stdout=io.StringIO())
+    for url in ("/series/wide/?rule=paper", f"/series/{SERIES}/"):
+        page.goto(url)
+        page.locator("#matrix[data-rendered=true]").wait_for()
+        state = page.evaluate(MARGINS)
+        # The margins Plotly drew with are the ones given: nothing was pushed.
+        assert state["drawn"]["l"] == state["given"]["l"], (url, state)
+        assert state["drawn"]["b"] == state["given"]["b"], (url, state)
+        assert state["drawn"]["t"] == state["given"]["t"], (url, state)
+        assert state["first"] >= 0, (url, state)  # no label starts left of the figure
+    page.screenshot(path=str(ARTIFACTS / "matrix-margins.png"), full_page=True)
