@@ -92,10 +92,8 @@ LOGIN_FAILURE_WINDOW = env.int("DEVIATIONS_LOGIN_WINDOW_SECONDS", default=15 * 6
 NINJA_DIR = Path(importlib.util.find_spec("ninja").origin).parent  # type: ignore[union-attr,arg-type]
 
 INSTALLED_APPS = [
-    # Not "django.contrib.admin": its ready() imports every admin module (forms, the
-    # admin's options and widgets) in every process, a CLI call's included; the root URL
-    # configuration calls admin.autodiscover() instead, when the site is served.
-    "django.contrib.admin.apps.SimpleAdminConfig",
+    # The admin without autodiscovery at set-up (deviations.apps.AdminConfig).
+    "deviations.apps.AdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -7,8 +7,8 @@ from deviations.api import api
 from deviations.core import views as core_views
 from deviations.core.login import ThrottledLoginView, ThrottledPasswordResetView
 
-# Django's admin.apps.SimpleAdminConfig (settings.INSTALLED_APPS) leaves the admin modules to
-# be imported here, where the site's URLs need them, not at every process's set-up.
+# The admin modules are imported here, where the site's URLs need them, not at every
+# process's set-up (deviations.apps.AdminConfig).
 admin.autodiscover()
 
 urlpatterns = [
