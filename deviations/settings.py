@@ -92,7 +92,8 @@ LOGIN_FAILURE_WINDOW = env.int("DEVIATIONS_LOGIN_WINDOW_SECONDS", default=15 * 6
 NINJA_DIR = Path(importlib.util.find_spec("ninja").origin).parent  # type: ignore[union-attr,arg-type]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # The admin without autodiscovery at set-up (deviations.apps.AdminConfig).
+    "deviations.apps.AdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

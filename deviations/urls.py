@@ -7,6 +7,10 @@ from deviations.api import api
 from deviations.core import views as core_views
 from deviations.core.login import ThrottledLoginView, ThrottledPasswordResetView
 
+# The admin modules are imported here, where the site's URLs need them, not at every
+# process's set-up (deviations.apps.AdminConfig).
+admin.autodiscover()
+
 urlpatterns = [
     path("", include("deviations.traces.urls")),
     path("upload/", include("deviations.traces.uploads.urls")),

@@ -1,5 +1,6 @@
 """python manage.py ingest_traces --series NAME --release VERSION FILE..."""
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,9 @@ from deviations.traces.models import Run
 
 # ingest (the parser, msgspec, numpy, Celery's task module) and tqdm are imported in the
 # methods that use them, not here: `--help` and a mistyped option answer in ~0.3 s instead
-# of ~0.9 s (docs/architecture.md, "Start-up"; tests/benchmarks/startup.py).
+# of ~0.9 s (docs/architecture.md, "Start-up"; tests/benchmarks/startup.py). tqdm only
+# when stderr is a terminal: its bar is off otherwise, and its import (importlib.metadata,
+# ~10 ms) is then paid for nothing by every CI call.
 
 
 class Command(base.Command):
@@ -39,8 +42,6 @@ class Command(base.Command):
         preparse.add_ingest_arguments(parser)
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        from tqdm import tqdm  # start-up: see the comment at the top
-
         from deviations.traces.uploads.runs import IngestError, get_release
 
         options = base.thread_options(opts)
@@ -64,14 +65,19 @@ class Command(base.Command):
         except IngestError as exc:
             raise CommandError(str(exc)) from exc
         failed = 0
-        bar = tqdm(
-            entries, unit="file", disable=not sys.stderr.isatty(), file=sys.stderr, leave=False
-        )
-        for entry in bar:
-            bar.set_postfix_str(f"{entry.release} {entry.path.name}"[-50:])
+        bar: Any = None
+        writing: Any = contextlib.nullcontext
+        if sys.stderr.isatty():
+            from tqdm import tqdm  # start-up: see the comment at the top
+
+            bar = tqdm(entries, unit="file", file=sys.stderr, leave=False)
+            writing = tqdm.external_write_mode
+        for entry in entries if bar is None else bar:
+            if bar is not None:
+                bar.set_postfix_str(f"{entry.release} {entry.path.name}"[-50:])
             line, ok = self._one(releases[entry.release], entry.path, options)
             failed += not ok
-            with tqdm.external_write_mode():
+            with writing():
                 self.stdout.write(line if len(releases) == 1 else f"{entry.release}: {line}")
         if failed < len(entries):
             self._analyse(next(iter(releases.values())).series_id, opts)

@@ -25,7 +25,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from deviations.core.db import IN_BATCH, batches, lz4_toast
+from deviations.core.db import batches, lz4_toast
 from deviations.core.errors import UserError
 from deviations.core.packing import file_sha256, sha256_of
 from deviations.core.text import safe_file_name
@@ -462,32 +462,39 @@ def _finish_failed(run: Run, reason: str) -> None:
 
 
 def _function_ids(series: Series, names: list[str]) -> np.ndarray:
-    """Ids of these function names in the series, creating the missing ones."""
+    """Ids of these function names in the series, creating the missing ones.
+
+    On SQLite, plain statements rather than model instances (a new series of 1,527 names,
+    the 60 MB benchmark trace: 50 ms through ``bulk_create``, 13 ms so): the known ids by
+    ``IN`` batches, the missing names in one ``executemany`` in the trace's order (so ids
+    follow the trace) with ``ON CONFLICT DO NOTHING`` (a concurrent ingest of the same
+    series may create the same names), then their ids read back.
+    """
     digests = [Function.digest(n) for n in names]
     if db.connection.vendor == "postgresql":
         return _function_ids_copy(series, names, digests)
+    table = db.connection.ops.quote_name(Function._meta.db_table)
     known: dict[str, int] = {}
-    for chunk in batches(digests):
-        known.update(
-            Function.objects.filter(series=series, name_sha1__in=chunk).values_list(
-                "name_sha1", "id"
-            )
-        )
-    missing = [
-        Function(series=series, name=Function.storable(n), name_sha1=d)
-        for n, d in zip(names, digests, strict=True)
-        if d not in known
-    ]
-    if missing:
-        # ignore_conflicts: a concurrent ingest of the same series may create the same names.
-        Function.objects.bulk_create(missing, batch_size=IN_BATCH, ignore_conflicts=True)
-        new = [f.name_sha1 for f in missing]
-        for chunk in batches(new):
-            known.update(
-                Function.objects.filter(series=series, name_sha1__in=chunk).values_list(
-                    "name_sha1", "id"
+    with db.connection.cursor() as cursor:
+
+        def read(keys: list[str]) -> None:
+            for chunk in batches(keys):
+                cursor.execute(
+                    f"SELECT name_sha1, id FROM {table} WHERE series_id = %s "  # noqa: S608
+                    f"AND name_sha1 IN ({', '.join(['%s'] * len(chunk))})",
+                    [series.pk, *chunk],
                 )
+                known.update(cursor.fetchall())
+
+        read(digests)
+        missing = [k for k, d in enumerate(digests) if d not in known]
+        if missing:
+            cursor.executemany(
+                f"INSERT INTO {table} (series_id, name, name_sha1) VALUES (%s, %s, %s) "  # noqa: S608
+                "ON CONFLICT DO NOTHING",
+                [(series.pk, Function.storable(names[k]), digests[k]) for k in missing],
             )
+            read([digests[k] for k in missing])
     return np.fromiter((known[d] for d in digests), dtype=np.int64, count=len(digests))
 
 

@@ -418,3 +418,20 @@ def test_release_order_is_checked_on_the_api_and_the_upload_page(
                                     "files": [trace("c.json", "C")]})
     assert "places its releases by their order" in page.content.decode()
     assert sorted(Release.objects.values_list("version", flat=True)) == ["r1", "zeta"]
+
+
+def test_function_ids_create_the_missing_names_in_the_traces_order() -> None:
+    """Known names keep their ids (one made by another ingest included), new ones are
+    created in the trace's order, stored with NUL as U+FFFD, and a second call creates
+    nothing."""
+    series = Series.objects.create(name="names")
+    other = Function.objects.create(series=series, name="b")
+    Function.objects.create(series=Series.objects.create(name="elsewhere"), name="c")
+    names = ["c", "b", "a\x00z", "d"]
+    ids = runs._function_ids(series, names)
+    assert ids[1] == other.pk
+    assert ids[0] < ids[2] < ids[3]
+    stored = dict(Function.objects.filter(series=series).values_list("id", "name"))
+    assert [stored[i] for i in ids.tolist()] == ["c", "b", "a\ufffdz", "d"]
+    assert runs._function_ids(series, names[::-1]).tolist() == ids.tolist()[::-1]
+    assert Function.objects.filter(series=series).count() == 4
