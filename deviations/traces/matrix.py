@@ -352,16 +352,18 @@ def _order(query: MatrixQuery, counts: np.ndarray, largest: np.ndarray,
     return rows[np.lexsort((-largest[rows], -counts[rows]))]
 
 
-def matrix_slice(series: Series, query: MatrixQuery, *, records: bool = True
-                 ) -> MatrixSlice | None:
+def matrix_slice(series: Series, query: MatrixQuery, *, records: bool = True,
+                 window: Window | None = None) -> MatrixSlice | None:
     """The part of the stored matrix the controls select, or None before any analysis.
 
     Functions are ranked over the window's pairs from the blocks' deviation records
     (``store.read_deviations``: a few bytes a deviation), then only the shown rows' cells
     are read. Without records (``records=False``, or blocks stored before migration 0033)
     every function's cells of the window are read and ranked, as before: the same page.
+    ``window``: ``release_window(series, query)`` when the caller has it already.
     """
-    window = release_window(series, query)
+    if window is None:
+        window = release_window(series, query)
     if window is None:
         return None
     generation = selectors.analysis_generation(series)

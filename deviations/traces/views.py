@@ -29,6 +29,7 @@ from deviations.traces.matrix import (
     MANY_RELEASES,
     WINDOW,
     MatrixQuery,
+    Window,
     cell_rows,
     cells_json,
     matrix_slice,
@@ -109,7 +110,7 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
     # A long history lists only the window's releases (the pickers and the table of
     # releases): the page reads and renders what it shows (issue 24).
     total = series.releases.count()
-    listed = None
+    listed = window = None
     if total > MANY_RELEASES:
         window = release_window(series, query)
         listed = window.versions if window is not None else []
@@ -129,8 +130,8 @@ def series_detail(request: HttpRequest, name: str) -> HttpResponse:
     listing = {"releases_total": total, "releases_listed": listed is not None,
                "lacking": lacking, "one_run": one_run}
     return shared_page(request, key, "deviations/series_detail.html",
-                       lambda: _series_context(request, series, query, releases, annotations)
-                       | listing)
+                       lambda: _series_context(request, series, query, releases, annotations,
+                                               window) | listing)
 
 
 def _fields(instance: Any) -> tuple[Any, ...]:
@@ -140,8 +141,8 @@ def _fields(instance: Any) -> tuple[Any, ...]:
 
 def _series_context(request: HttpRequest, series: Series, query: MatrixQuery,
                     releases: list[Release], annotations: list[ReleaseAnnotation],
-                    ) -> dict[str, Any]:
-    view = matrix_slice(series, query)
+                    window: Window | None = None) -> dict[str, Any]:
+    view = matrix_slice(series, query, window=window)
     figure, table = None, []
     if view is not None:
         link = "?" + query.params(page=1, q="", only=False, sort="deviations", first="", last="")
