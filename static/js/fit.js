@@ -66,8 +66,7 @@
     }
     return Math.ceil(widest) + LABEL_GAP;
   }
-  function roomForLabels(div, layout) {
-    const width = div.clientWidth || window.innerWidth;
+  function roomForLabels(width, layout) {
     const room = Math.min(labelRoom(layout, layout.yaxis), Math.floor(width / 2));
     const margin = layout.margin || {};
     if (!room || room <= (margin.l === undefined ? 80 : margin.l)) return layout;
@@ -76,7 +75,7 @@
 
   window.deviationsFit = function (div, layout) {
     const width = div.clientWidth || window.innerWidth;
-    if (layout && width >= NARROW) return roomForLabels(div, layout);
+    if (layout && width >= NARROW) return roomForLabels(width, layout);
     if (width >= NARROW || !layout) return layout;
     const out = structuredClone(layout);
     const margin = out.margin = Object.assign({l: 60, r: 20, t: 40, b: 40}, out.margin);
