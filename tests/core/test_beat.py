@@ -156,11 +156,13 @@ def test_a_failed_entry_runs_again_soon_backing_off_up_to_its_period(
     monkeypatch.setattr(app.tasks["deviations.requeue_pending_runs"], "run", flaky)
     thread.start()
     try:
-        wait_for(lambda: len(times) >= 4, seconds=10)
+        # Bounds far above the 1.4 s of back-off: a loaded machine delays each retry
+        # (this failed once at 10 s under a benchmark beside it); the period is 60 s.
+        wait_for(lambda: len(times) >= 4, seconds=40)
         time.sleep(0.5)
     finally:
         thread.stop()
     assert len(times) == 4  # then not again before its 60 s period
     gaps = np.diff(times)
     assert list(gaps >= [0.2, 0.4, 0.8]) == [True] * 3  # doubling
-    assert gaps[2] < 5
+    assert gaps[2] < 30  # well before the period
