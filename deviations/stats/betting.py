@@ -39,12 +39,11 @@ target"; not the canaries' default).
 the held-out form: :func:`held_out_bets`, :class:`RankBettingTest` ``tuned``).
 :func:`shifted_effect` estimates the rank effect of a stated change ``d`` of the values
 from a sample ``a`` of arm A: ``theta_hat(d) = P(A' + d > A) + P(A' + d = A)/2`` over the
-ordered pairs ``i != j`` (a U-statistic); :func:`adaptive_lambdas` turns
-``theta_hat(+d) - 1/2`` (B larger) and ``1/2 - theta_hat(-d)`` (B smaller) into the bets of
-a mixture with a fixed number K of components and fixed weights
-(:func:`adaptive_weights`): per side the :func:`tuned_bets` factors ``3 f delta`` and the
-default grid as a tail. Two ways to feed it, both in ``tests.simulations.
-canary_ranks_oracle`` (docs/statistics.md, "Against the target"):
+ordered pairs ``i != j`` (a U-statistic). Two ways to turn ``theta_hat(+d) - 1/2`` (B
+larger) and ``1/2 - theta_hat(-d)`` (B smaller) into bets were measured in
+``tests.simulations.canary_ranks_oracle`` (docs/statistics.md, "Against the target"); only
+the first is here, the second lives in that simulation (``adaptive_lambdas``), since what it
+bets is not covered by (2):
 
 * *held out*: ``theta_hat`` from A values that are never scored (the stream's first
   batch of A); given them the bets are fixed before the scored data, so (2) holds exactly;
@@ -119,11 +118,9 @@ from ._typing import FloatArray, IntArray
 from .quantiles import ArmCounts
 
 __all__ = [
-    "ADAPTIVE_FALLBACK", "ADAPTIVE_MIN_A", "HELD_OUT", "LAMBDA_MAX", "RATIO", "STEPS",
-    "TUNED_FACTORS", "TUNED_TAIL", "TUNED_WEIGHTS", "RankBettingResult",
-    "RankBettingTest", "adaptive_lambdas", "adaptive_weights", "bets", "earlier_counts",
-    "held_out_bets", "log_wealth", "rank_effect", "scores", "shifted_effect",
-    "tuned_bets",
+    "HELD_OUT", "LAMBDA_MAX", "RATIO", "STEPS", "TUNED_FACTORS", "TUNED_TAIL",
+    "TUNED_WEIGHTS", "RankBettingResult", "RankBettingTest", "bets", "earlier_counts",
+    "held_out_bets", "log_wealth", "rank_effect", "scores", "shifted_effect", "tuned_bets",
 ]
 
 Decision = Literal["continue", "reject"]
@@ -216,15 +213,6 @@ def tuned_bets(effect: float, *, two_sided: bool = True,
     return lam, out_w
 
 
-#: Adaptive tuned bets (:func:`adaptive_lambdas`): arm A's scored values needed before the
-#: tuned components bet on the effect estimated from them (until then they bet
-#: ``ADAPTIVE_FALLBACK``).
-ADAPTIVE_MIN_A = 50
-#: What the tuned components bet before ``ADAPTIVE_MIN_A`` (the default grid's bets
-#: 0.044 ... 0.177, one per factor, in the factors' order).
-ADAPTIVE_FALLBACK = tuple(float(v) for v in bets()[[7, 6, 5, 4, 3]])
-
-
 def shifted_effect(a: npt.ArrayLike, shift: float) -> float:
     """``theta_hat(d) = P(A' + d > A) + P(A' + d = A)/2`` over the ordered pairs ``i != j``
     of the sample ``a`` (a U-statistic; ``d`` = ``shift``, in the values' unit)."""
@@ -271,49 +259,6 @@ def held_out_bets(a: npt.ArrayLike, change: float, sides: int
     lam: FloatArray = np.concatenate((pos, -neg))
     w: FloatArray = np.concatenate((w_pos, w_neg)) / 2.0
     return lam, w
-
-
-def adaptive_weights(sides: int, weights: tuple[float, ...] = TUNED_WEIGHTS,
-                     tail: float = TUNED_TAIL) -> FloatArray:
-    """The fixed weights of :func:`adaptive_lambdas`'s components: per side the tuned
-    factors ``(1 - tail) w_f`` and the default grid's ``STEPS`` bets ``tail / STEPS`` each;
-    ``sides`` = +1 or -1 one side, 0 both (each half)."""
-    w = np.asarray(weights, dtype=np.float64)
-    side = np.concatenate(((1.0 - tail) * w / w.sum(), np.full(STEPS, tail / STEPS)))
-    out: FloatArray = side if sides else np.concatenate((side, side)) / 2.0
-    return out
-
-
-def adaptive_lambdas(effect_up: npt.ArrayLike, effect_down: npt.ArrayLike, sides: int,
-                     factors: tuple[float, ...] = TUNED_FACTORS,
-                     lambda_max: float = LAMBDA_MAX) -> FloatArray:
-    """Bets of the adaptive tuned mixture, shape ``(..., K)`` (K fixed: per side
-    ``len(factors)`` tuned components then the default grid's ``STEPS`` bets).
-
-    ``effect_up`` = ``theta_hat(+d) - 1/2`` (the effect of B larger by the stated change),
-    ``effect_down`` = ``1/2 - theta_hat(-d)`` (B smaller), NaN where not yet estimated (the
-    tuned components then bet ``ADAPTIVE_FALLBACK``). Tuned bets ``3 f effect``, clipped
-    to ``[smallest grid bet, lambda_max]``. ``sides``: +1 the positive side only ("B
-    larger"), -1 the negative only, 0 both (positive side first)."""
-    f = np.asarray(factors, dtype=np.float64)
-    grid = bets(lambda_max)[:STEPS]
-    low = float(grid[-1])
-
-    def side(effect: npt.ArrayLike) -> FloatArray:
-        e = np.asarray(effect, dtype=np.float64)[..., None]
-        fallback = np.asarray(ADAPTIVE_FALLBACK, dtype=np.float64)
-        tuned = np.where(np.isnan(e), fallback, np.clip(3.0 * f * np.nan_to_num(e), low,
-                                                        lambda_max))
-        tail = np.broadcast_to(grid, (*tuned.shape[:-1], STEPS))
-        out: FloatArray = np.concatenate((tuned, tail), axis=-1)
-        return out
-
-    if sides > 0:
-        return side(effect_up)
-    if sides < 0:
-        return -side(effect_down)
-    both: FloatArray = np.concatenate((side(effect_up), -side(effect_down)), axis=-1)
-    return both
 
 
 def earlier_counts(v: npt.ArrayLike) -> tuple[IntArray, IntArray]:

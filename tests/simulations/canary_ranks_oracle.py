@@ -20,7 +20,7 @@ Every bet set is run on the **same** streams (the scores of a stream are compute
 With ``--adaptive`` the oracle and the fixed tuned sets give way to bets tuned to a stated
 change ``s`` of the median **in the values' unit** (``d = s × median``), their rank effect
 estimated from arm A's values instead of the true distribution (``betting.shifted_effect``,
-``betting.adaptive_lambdas``: per side the tuned factors and the default grid, K and the
+:func:`adaptive_lambdas`: per side the tuned factors and the default grid, K and the
 weights fixed), run at ``s`` = the true change, half of it and twice it:
 
 * ``adaptive 1s`` / ``adaptive 2s``: ``theta_hat(±d)`` per look from the A values scored
@@ -49,12 +49,17 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 from scipy import integrate, stats
 
+from deviations.stats._typing import FloatArray
 from deviations.stats.betting import (
-    ADAPTIVE_MIN_A,
-    adaptive_lambdas,
-    adaptive_weights,
+    HELD_OUT,
+    LAMBDA_MAX,
+    STEPS,
+    TUNED_FACTORS,
+    TUNED_TAIL,
+    TUNED_WEIGHTS,
     bets,
     earlier_counts,
     log_wealth,
@@ -73,6 +78,59 @@ from tests.simulations.canary_quantiles import (
 )
 from tests.simulations.canary_ranks import AA_N, ALPHA, CHUNK, DISTRIBUTIONS, STEP
 
+#: Adaptive tuned bets (:func:`adaptive_lambdas`; measured here, not part of
+#: ``deviations.stats``: what they bet is not covered by Ville's bound, see
+#: ``betting``'s docstring): arm A's scored values needed before the tuned components bet
+#: on the effect estimated from them (until then they bet ``ADAPTIVE_FALLBACK``).
+ADAPTIVE_MIN_A = 50
+#: What the tuned components bet before ``ADAPTIVE_MIN_A`` (the default grid's bets
+#: 0.044 ... 0.177, one per factor, in the factors' order).
+ADAPTIVE_FALLBACK = tuple(float(v) for v in bets()[[7, 6, 5, 4, 3]])
+
+
+def adaptive_weights(sides: int, weights: tuple[float, ...] = TUNED_WEIGHTS,
+                     tail: float = TUNED_TAIL) -> FloatArray:
+    """The fixed weights of :func:`adaptive_lambdas`'s components: per side the tuned
+    factors ``(1 - tail) w_f`` and the default grid's ``STEPS`` bets ``tail / STEPS`` each;
+    ``sides`` = +1 or -1 one side, 0 both (each half)."""
+    w = np.asarray(weights, dtype=np.float64)
+    side = np.concatenate(((1.0 - tail) * w / w.sum(), np.full(STEPS, tail / STEPS)))
+    out: FloatArray = side if sides else np.concatenate((side, side)) / 2.0
+    return out
+
+
+def adaptive_lambdas(effect_up: npt.ArrayLike, effect_down: npt.ArrayLike, sides: int,
+                     factors: tuple[float, ...] = TUNED_FACTORS,
+                     lambda_max: float = LAMBDA_MAX) -> FloatArray:
+    """Bets of the adaptive tuned mixture, shape ``(..., K)`` (K fixed: per side
+    ``len(factors)`` tuned components then the default grid's ``STEPS`` bets).
+
+    ``effect_up`` = ``theta_hat(+d) - 1/2`` (the effect of B larger by the stated change),
+    ``effect_down`` = ``1/2 - theta_hat(-d)`` (B smaller), NaN where not yet estimated (the
+    tuned components then bet ``ADAPTIVE_FALLBACK``). Tuned bets ``3 f effect``, clipped
+    to ``[smallest grid bet, lambda_max]``. ``sides``: +1 the positive side only ("B
+    larger"), -1 the negative only, 0 both (positive side first)."""
+    f = np.asarray(factors, dtype=np.float64)
+    grid = bets(lambda_max)[:STEPS]
+    low = float(grid[-1])
+
+    def side(effect: npt.ArrayLike) -> FloatArray:
+        e = np.asarray(effect, dtype=np.float64)[..., None]
+        fallback = np.asarray(ADAPTIVE_FALLBACK, dtype=np.float64)
+        tuned = np.where(np.isnan(e), fallback, np.clip(3.0 * f * np.nan_to_num(e), low,
+                                                        lambda_max))
+        tail = np.broadcast_to(grid, (*tuned.shape[:-1], STEPS))
+        out: FloatArray = np.concatenate((tuned, tail), axis=-1)
+        return out
+
+    if sides > 0:
+        return side(effect_up)
+    if sides < 0:
+        return -side(effect_down)
+    both: FloatArray = np.concatenate((side(effect_up), -side(effect_down)), axis=-1)
+    return both
+
+
 ORACLE_FACTORS = (0.7, 1.0)
 POWERS = (0.5, 0.8, 0.9)
 
@@ -82,7 +140,6 @@ Adaptive = tuple[float, int]
 #: Held-out bets: (stated change, sides); fixed from the first ``HELD_OUT`` A values of the
 #: stream, which are not scored (the stop n counts them).
 HeldOut = tuple[float, int]
-HELD_OUT = 20
 
 
 def _cdf_pdf(name: str) -> tuple[Callable[[float], float], Callable[[float], float]]:

@@ -11,15 +11,12 @@ import pytest
 from scipy import stats
 
 from deviations.stats.betting import (
-    ADAPTIVE_FALLBACK,
     HELD_OUT,
     STEPS,
     TUNED_FACTORS,
     TUNED_TAIL,
     TUNED_WEIGHTS,
     RankBettingTest,
-    adaptive_lambdas,
-    adaptive_weights,
     bets,
     earlier_counts,
     held_out_bets,
@@ -35,7 +32,13 @@ from tests.simulations.canary_ranks import (
     lognormal,
     stopping_ns,
 )
-from tests.simulations.canary_ranks_oracle import adaptive_effects, run_sets
+from tests.simulations.canary_ranks_oracle import (
+    ADAPTIVE_FALLBACK,
+    adaptive_effects,
+    adaptive_lambdas,
+    adaptive_weights,
+    run_sets,
+)
 
 
 def _loop_test(batches: list[tuple[np.ndarray, np.ndarray]], alpha: float, seed: int,
